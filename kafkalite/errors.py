@@ -1,0 +1,169 @@
+"""Every error kafkalite knows, in one table.
+
+Wire errors carry Kafka's numeric codes (the same numbers Kafka uses, so a reader who knows Kafka's
+``Errors.java`` recognises them). Each code maps to one exception class; ``for_code`` turns a code
+from a response back into the exception a client raises. ``retriable`` says whether a client may
+retry the same request after refreshing its metadata.
+
+Client-side errors that never travel on the wire (timeouts, no reachable broker) have code ``None``.
+"""
+
+from __future__ import annotations
+
+
+class KafkaError(Exception):
+    """Base of every kafkalite error. ``code`` is the wire code, ``retriable`` the retry rule."""
+
+    code: int | None = None
+    name: str = "KAFKA_ERROR"
+    retriable: bool = False
+    description: str = ""
+
+    def __init__(self, message: str | None = None):
+        self.message = message or self.description or self.name
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        if self.code is None:
+            return self.message
+        return f"[{self.name}] {self.message}"
+
+
+_BY_CODE: dict[int, type[KafkaError]] = {}
+_BY_NAME: dict[str, type[KafkaError]] = {}
+
+
+def _error(code: int | None, name: str, retriable: bool, description: str,
+           base: type[KafkaError] = KafkaError) -> type[KafkaError]:
+    class_name = "".join(part.capitalize() for part in name.split("_")) + "Error"
+    cls = type(class_name, (base,), {
+        "code": code, "name": name, "retriable": retriable, "description": description,
+        "__module__": __name__, "__doc__": description,
+    })
+    if code is not None:
+        if code in _BY_CODE:
+            raise RuntimeError(f"duplicate error code {code}")
+        _BY_CODE[code] = cls
+    _BY_NAME[name] = cls
+    return cls
+
+
+# --- the table: (code, NAME, retriable, what it means) -----------------------------------------
+NONE = 0
+UnknownServerError = _error(-1, "UNKNOWN_SERVER_ERROR", False,
+                            "The server hit an unexpected error while handling the request")
+OffsetOutOfRangeError = _error(1, "OFFSET_OUT_OF_RANGE", False,
+                               "The requested offset is not in the log")
+CorruptRecordError = _error(2, "CORRUPT_MESSAGE", True,
+                            "A record batch is corrupt (bad length, CRC or encoding)")
+UnknownTopicOrPartitionError = _error(3, "UNKNOWN_TOPIC_OR_PARTITION", True,
+                                      "This broker does not host that topic-partition")
+InvalidFetchSizeError = _error(4, "INVALID_FETCH_SIZE", False, "The fetch size is invalid")
+LeaderNotAvailableError = _error(5, "LEADER_NOT_AVAILABLE", True,
+                                 "The partition has no leader right now (election in progress)")
+NotLeaderForPartitionError = _error(6, "NOT_LEADER_OR_FOLLOWER", True,
+                                    "This broker is not the leader for that partition")
+RequestTimedOutError = _error(7, "REQUEST_TIMED_OUT", True, "The request timed out")
+BrokerNotAvailableError = _error(8, "BROKER_NOT_AVAILABLE", True, "The broker is not available")
+ReplicaNotAvailableError = _error(9, "REPLICA_NOT_AVAILABLE", True,
+                                  "The replica is not available for that partition")
+MessageTooLargeError = _error(10, "MESSAGE_TOO_LARGE", False,
+                              "The batch is larger than max.message.bytes")
+StaleControllerEpochError = _error(11, "STALE_CONTROLLER_EPOCH", False,
+                                   "The request came from a controller with an old epoch")
+NetworkError = _error(13, "NETWORK_EXCEPTION", True, "The connection was lost")
+InvalidTopicError = _error(17, "INVALID_TOPIC_EXCEPTION", False, "The topic name is not valid")
+RecordListTooLargeError = _error(18, "RECORD_LIST_TOO_LARGE", False,
+                                 "The request is larger than the maximum allowed")
+NotEnoughReplicasError = _error(19, "NOT_ENOUGH_REPLICAS", True,
+                                "Fewer in-sync replicas than min.insync.replicas")
+NotEnoughReplicasAfterAppendError = _error(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True,
+                                           "Appended, but the ISR shrank below min.insync.replicas")
+InvalidRequiredAcksError = _error(21, "INVALID_REQUIRED_ACKS", False,
+                                  "acks must be 0, 1 or -1 (all)")
+InvalidTimestampError = _error(32, "INVALID_TIMESTAMP", False, "A timestamp is out of range")
+UnsupportedVersionError = _error(35, "UNSUPPORTED_VERSION", False,
+                                 "The broker does not support this API or version")
+TopicAlreadyExistsError = _error(36, "TOPIC_ALREADY_EXISTS", False, "The topic already exists")
+InvalidPartitionsError = _error(37, "INVALID_PARTITIONS", False,
+                                "The number of partitions is invalid")
+InvalidReplicationFactorError = _error(38, "INVALID_REPLICATION_FACTOR", False,
+                                       "The replication factor is invalid")
+InvalidReplicaAssignmentError = _error(39, "INVALID_REPLICA_ASSIGNMENT", False,
+                                       "The replica assignment is invalid")
+InvalidConfigError = _error(40, "INVALID_CONFIG", False, "A configuration value is invalid")
+NotControllerError = _error(41, "NOT_CONTROLLER", True, "This broker is not the controller")
+InvalidRequestError = _error(42, "INVALID_REQUEST", False,
+                             "The request is malformed or violates the protocol")
+OutOfOrderSequenceNumberError = _error(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False,
+                                       "The broker saw a gap in the producer's sequence numbers")
+DuplicateSequenceNumberError = _error(46, "DUPLICATE_SEQUENCE_NUMBER", False,
+                                      "The batch was already written")
+InvalidProducerEpochError = _error(47, "INVALID_PRODUCER_EPOCH", False,
+                                   "The producer has been fenced by a newer epoch")
+KafkaStorageError = _error(56, "KAFKA_STORAGE_ERROR", True,
+                           "The log directory failed (disk full or I/O error)")
+NonEmptyGroupError = _error(68, "NON_EMPTY_GROUP", False, "The group still has live members")
+GroupIdNotFoundError = _error(69, "GROUP_ID_NOT_FOUND", False, "The group does not exist")
+TopicDeletionDisabledError = _error(73, "TOPIC_DELETION_DISABLED", False,
+                                    "delete.topic.enable is false on the broker")
+FencedLeaderEpochError = _error(74, "FENCED_LEADER_EPOCH", True,
+                                "The leader epoch in the request is older than the broker's")
+UnknownLeaderEpochError = _error(75, "UNKNOWN_LEADER_EPOCH", True,
+                                 "The leader epoch in the request is newer than the broker's")
+UnsupportedCompressionTypeError = _error(76, "UNSUPPORTED_COMPRESSION_TYPE", False,
+                                         "The compression type is not supported")
+StaleBrokerEpochError = _error(77, "STALE_BROKER_EPOCH", False,
+                               "The request carries an old broker epoch")
+PreferredLeaderNotAvailableError = _error(80, "PREFERRED_LEADER_NOT_AVAILABLE", True,
+                                          "The preferred leader is not live or not in the ISR")
+EligibleLeadersNotAvailableError = _error(83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", True,
+                                          "No live in-sync replica can become leader")
+ElectionNotNeededError = _error(84, "ELECTION_NOT_NEEDED", False,
+                                "The preferred replica already leads")
+NoReassignmentInProgressError = _error(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
+                                       "No reassignment is in progress for that partition")
+InvalidRecordError = _error(87, "INVALID_RECORD", False, "A record failed validation")
+
+# --- client- and process-side errors (never on the wire) ---------------------------------------
+KafkaTimeoutError = _error(None, "KAFKA_TIMEOUT", True,
+                           "Timed out waiting for the cluster")
+NoBrokersAvailableError = _error(None, "NO_BROKERS_AVAILABLE", True,
+                                 "None of the bootstrap servers could be reached")
+ConfigError = _error(None, "CONFIG_ERROR", False, "A configuration value is invalid",
+                     base=InvalidConfigError)
+ZooKeeperError = _error(None, "ZOOKEEPER_ERROR", True, "A ZooKeeper operation failed")
+IllegalStateError = _error(None, "ILLEGAL_STATE", False,
+                           "An operation was called in a state that does not allow it")
+RebalanceFailedError = _error(None, "REBALANCE_FAILED", False,
+                              "The consumer could not claim its partitions after every retry")
+NoOffsetForPartitionError = _error(None, "NO_OFFSET_FOR_PARTITION", False,
+                                   "No committed offset and auto_offset_reset='none'")
+
+
+def for_code(code: int, message: str | None = None) -> KafkaError:
+    """The exception for a wire error code (an unknown code becomes UNKNOWN_SERVER_ERROR)."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return UnknownServerError(f"unknown error code {code}: {message or ''}".strip())
+    return cls(message)
+
+
+def by_name(name: str) -> type[KafkaError]:
+    return _BY_NAME[name]
+
+
+def code_of(exc: BaseException) -> int:
+    """The wire code to send for an exception raised while serving a request."""
+    code = getattr(exc, "code", None)
+    if isinstance(exc, KafkaError) and code is None:
+        # client/process-side subclasses of a wire error answer with their base's code
+        for base in type(exc).__mro__:
+            if getattr(base, "code", None) is not None:
+                return base.code
+        return UnknownServerError.code
+    return code if isinstance(code, int) else UnknownServerError.code
+
+
+def all_errors() -> list[type[KafkaError]]:
+    return sorted(_BY_CODE.values(), key=lambda c: c.code)
