@@ -35,7 +35,10 @@ _BY_NAME: dict[str, type[KafkaError]] = {}
 
 def _error(code: int | None, name: str, retriable: bool, description: str,
            base: type[KafkaError] = KafkaError) -> type[KafkaError]:
-    class_name = "".join(part.capitalize() for part in name.split("_")) + "Error"
+    words = [part.capitalize() for part in name.split("_")]
+    while words and words[-1] in ("Error", "Exception"):
+        words.pop()
+    class_name = "".join(words) + "Error"
     cls = type(class_name, (base,), {
         "code": code, "name": name, "retriable": retriable, "description": description,
         "__module__": __name__, "__doc__": description,

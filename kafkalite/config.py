@@ -1,0 +1,456 @@
+"""Broker and topic configuration: one declarative table with Kafka's names.
+
+Every setting is declared once in ``BROKER_CONFIGS`` or ``TOPIC_CONFIGS`` with its Kafka name, type,
+default, validator and doc. From the table come two frozen dataclasses whose attribute names are the
+Kafka names with dots turned into underscores (``log.segment.bytes`` -> ``log_segment_bytes``), a
+reader for Kafka-style ``server.properties`` files, and the mapping from broker-wide ``log.*``
+defaults to per-topic settings (``log.segment.bytes`` is the default of the topic's ``segment.bytes``).
+
+A bad value raises ConfigError naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from kafkalite.errors import ConfigError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+# --- types and validators ----------------------------------------------------------------------
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": lambda s: int(s.strip()),
+    "long": lambda s: int(s.strip()),
+    "double": lambda s: float(s.strip()),
+    "boolean": _parse_bool,
+    "string": lambda s: s.strip(),
+    "list": _parse_list,
+    "password": lambda s: s,
+}
+
+
+_TYPE_WORDS = {"int": "an integer", "long": "an integer", "double": "a number",
+               "boolean": "true or false", "string": "a string", "list": "a list",
+               "password": "a string"}
+
+
+@dataclass(frozen=True)
+class Validator:
+    check: Callable[[Any], bool]
+    allowed: str
+
+
+def at_least(low: int | float) -> Validator:
+    return Validator(lambda v: v >= low, f"a number >= {low}")
+
+
+def between(low: int | float, high: int | float) -> Validator:
+    return Validator(lambda v: low <= v <= high, f"a number in [{low}, {high}]")
+
+
+def one_of(*choices: Any) -> Validator:
+    return Validator(lambda v: v in choices, "one of " + ", ".join(map(str, choices)))
+
+
+def each_one_of(*choices: str) -> Validator:
+    return Validator(lambda v: bool(v) and all(item in choices for item in v),
+                     "a comma-separated list of " + ", ".join(choices))
+
+
+_LISTENER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://[^:/\s]*:\d{1,5}$")
+listeners_valid = Validator(lambda v: all(_LISTENER.match(item) for item in v),
+                            "a comma-separated list of NAME://host:port (host may be empty)")
+non_empty = Validator(lambda v: bool(v), "a non-empty value")
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: str
+    default: Any
+    doc: str
+    validator: Validator | None = None
+    topic_name: str | None = None  # broker key whose value is the default of this topic key
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace(".", "_")
+
+    def parse(self, raw: Any) -> Any:
+        if isinstance(raw, str):
+            try:
+                value = _PARSERS[self.type](raw)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"invalid value {raw!r} for configuration {self.name}: {exc}; "
+                    f"expected {_TYPE_WORDS[self.type]}") from None
+        else:
+            value = self._coerce(raw)
+        if value is not None and self.validator and not self.validator.check(value):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"allowed is {self.validator.allowed}")
+        return value
+
+    def _coerce(self, raw: Any) -> Any:
+        expected = {"int": int, "long": int, "double": (int, float), "boolean": bool,
+                    "string": str, "password": str, "list": (list, tuple)}[self.type]
+        if raw is None and self.default is None:
+            return None
+        if isinstance(raw, bool) and self.type in ("int", "long", "double"):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"expected {_TYPE_WORDS[self.type]}")
+        if not isinstance(raw, expected):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"expected {_TYPE_WORDS[self.type]}")
+        return tuple(raw) if self.type == "list" else raw
+
+
+H = 3600 * 1000
+D = 24 * H
+
+# --- topic-level configs (Kafka's names; overridable per topic in /config/topics/<t>) ---------
+TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef("cleanup.policy", "list", ("delete",), "delete old segments, or compact keeping "
+              "the newest value per key", each_one_of("delete", "compact"), "log.cleanup.policy"),
+    ConfigDef("retention.ms", "long", 7 * D, "delete a segment once its newest record is older "
+              "than this; -1 keeps forever", at_least(-1), "log.retention.ms"),
+    ConfigDef("retention.bytes", "long", -1, "delete oldest segments while the partition is "
+              "larger than this; -1 means no size limit", at_least(-1), "log.retention.bytes"),
+    ConfigDef("segment.bytes", "int", 1024**3, "roll a new segment at this size",
+              at_least(14), "log.segment.bytes"),
+    ConfigDef("segment.ms", "long", 7 * D, "roll a new segment after this long",
+              at_least(1), "log.roll.ms"),
+    ConfigDef("segment.index.bytes", "int", 10 * 1024 * 1024, "maximum size of an offset or "
+              "time index file", at_least(8), "log.index.size.max.bytes"),
+    ConfigDef("index.interval.bytes", "int", 4096, "add an index entry every this many bytes",
+              at_least(0), "log.index.interval.bytes"),
+    ConfigDef("flush.messages", "long", LONG_MAX, "fsync after this many records",
+              at_least(1), "log.flush.interval.messages"),
+    ConfigDef("flush.ms", "long", LONG_MAX, "fsync at least this often", at_least(0),
+              "log.flush.interval.ms"),
+    ConfigDef("max.message.bytes", "int", 1048588, "largest record batch accepted",
+              at_least(0), "message.max.bytes"),
+    ConfigDef("message.timestamp.type", "string", "CreateTime", "which timestamp the log keeps",
+              one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+    ConfigDef("min.insync.replicas", "int", 1, "acks=all needs at least this many in-sync "
+              "replicas", at_least(1), "min.insync.replicas"),
+    ConfigDef("unclean.leader.election.enable", "boolean", False, "allow an out-of-sync replica "
+              "to become leader (may lose data)", None, "unclean.leader.election.enable"),
+    ConfigDef("delete.retention.ms", "long", D, "how long compaction keeps tombstones",
+              at_least(0), "log.cleaner.delete.retention.ms"),
+    ConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "compact once this share of the log "
+              "is dirty", between(0, 1), "log.cleaner.min.cleanable.ratio"),
+    ConfigDef("file.delete.delay.ms", "long", 60000, "wait before deleting a .deleted file",
+              at_least(0), "log.segment.delete.delay.ms"),
+)
+
+# --- broker configs ---------------------------------------------------------------------------
+BROKER_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef("broker.id", "int", -1, "this broker's unique id (required)", at_least(-1)),
+    ConfigDef("broker.rack", "string", None, "rack of this broker, for rack-aware assignment"),
+    ConfigDef("listeners", "list", ("PLAINTEXT://:9092",), "where the broker listens",
+              listeners_valid),
+    ConfigDef("advertised.listeners", "list", None, "what the broker tells clients to connect "
+              "to (default: listeners)", listeners_valid),
+    ConfigDef("log.dirs", "list", None, "directories holding the partition logs "
+              "(default: log.dir)"),
+    ConfigDef("log.dir", "string", "/tmp/kafka-logs", "log directory when log.dirs is unset"),
+    ConfigDef("zookeeper.connect", "string", None, "ZooKeeper connect string, "
+              "host:port[,host:port...][/chroot]", non_empty),
+    ConfigDef("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout",
+              at_least(1)),
+    ConfigDef("zookeeper.connection.timeout.ms", "int", None, "how long to wait for the first "
+              "ZooKeeper connection (default: the session timeout)", at_least(1)),
+    ConfigDef("num.partitions", "int", 1, "partitions of an auto-created topic", at_least(1)),
+    ConfigDef("default.replication.factor", "int", 1, "replication factor of an auto-created "
+              "topic", at_least(1)),
+    ConfigDef("auto.create.topics.enable", "boolean", True, "create a topic on first use"),
+    ConfigDef("delete.topic.enable", "boolean", True, "allow topic deletion"),
+    ConfigDef("log.segment.bytes", "int", 1024**3, "roll a new segment at this size",
+              at_least(14)),
+    ConfigDef("log.roll.ms", "long", None, "roll a new segment after this long "
+              "(default: log.roll.hours)", at_least(1)),
+    ConfigDef("log.roll.hours", "int", 168, "roll a new segment after this many hours",
+              at_least(1)),
+    ConfigDef("log.retention.ms", "long", None, "retention in ms (wins over minutes and hours); "
+              "-1 keeps forever", at_least(-1)),
+    ConfigDef("log.retention.minutes", "int", None, "retention in minutes", at_least(-1)),
+    ConfigDef("log.retention.hours", "int", 168, "retention in hours", at_least(-1)),
+    ConfigDef("log.retention.bytes", "long", -1, "size limit per partition; -1 none",
+              at_least(-1)),
+    ConfigDef("log.retention.check.interval.ms", "long", 300000, "how often retention runs",
+              at_least(1)),
+    ConfigDef("log.cleanup.policy", "list", ("delete",), "delete or compact",
+              each_one_of("delete", "compact")),
+    ConfigDef("log.index.interval.bytes", "int", 4096, "bytes between index entries",
+              at_least(0)),
+    ConfigDef("log.index.size.max.bytes", "int", 10 * 1024 * 1024, "max index file size",
+              at_least(8)),
+    ConfigDef("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many records",
+              at_least(1)),
+    ConfigDef("log.flush.interval.ms", "long", None, "fsync at least this often "
+              "(default: never, by time)", at_least(0)),
+    ConfigDef("log.flush.scheduler.interval.ms", "long", 1000, "how often the flusher checks",
+              at_least(1)),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", "int", 60000, "how often recovery "
+              "points are checkpointed", at_least(0)),
+    ConfigDef("log.message.timestamp.type", "string", "CreateTime", "CreateTime or "
+              "LogAppendTime", one_of("CreateTime", "LogAppendTime")),
+    ConfigDef("log.segment.delete.delay.ms", "long", 60000, "delay before deleting files",
+              at_least(0)),
+    ConfigDef("log.cleaner.delete.retention.ms", "long", D, "tombstone retention", at_least(0)),
+    ConfigDef("log.cleaner.min.cleanable.ratio", "double", 0.5, "dirty ratio to compact",
+              between(0, 1)),
+    ConfigDef("log.cleaner.backoff.ms", "long", 15000, "how often the cleaner checks",
+              at_least(0)),
+    ConfigDef("message.max.bytes", "int", 1048588, "largest record batch accepted",
+              at_least(0)),
+    ConfigDef("socket.request.max.bytes", "int", 104857600, "largest request frame accepted",
+              at_least(1)),
+    ConfigDef("min.insync.replicas", "int", 1, "acks=all needs this many in-sync replicas",
+              at_least(1)),
+    ConfigDef("unclean.leader.election.enable", "boolean", False, "allow out-of-sync leaders"),
+    ConfigDef("replica.lag.time.max.ms", "long", 30000, "drop a follower from the ISR after "
+              "this long behind", at_least(1)),
+    ConfigDef("replica.fetch.wait.max.ms", "int", 500, "follower fetch long-poll time",
+              at_least(0)),
+    ConfigDef("replica.fetch.min.bytes", "int", 1, "follower fetch min bytes", at_least(1)),
+    ConfigDef("replica.fetch.max.bytes", "int", 1048576, "follower fetch bytes per partition",
+              at_least(0)),
+    ConfigDef("replica.fetch.response.max.bytes", "int", 10485760, "follower fetch bytes in all",
+              at_least(0)),
+    ConfigDef("replica.fetch.backoff.ms", "int", 1000, "follower backoff after an error",
+              at_least(0)),
+    ConfigDef("replica.socket.timeout.ms", "int", 30000, "follower request timeout",
+              at_least(1)),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "how often the "
+              "high watermarks are checkpointed", at_least(1)),
+    ConfigDef("auto.leader.rebalance.enable", "boolean", True, "move leadership back to "
+              "preferred replicas"),
+    ConfigDef("leader.imbalance.check.interval.seconds", "long", 300, "how often to check "
+              "leader imbalance", at_least(1)),
+    ConfigDef("leader.imbalance.per.broker.percentage", "int", 10, "imbalance that triggers a "
+              "rebalance", between(0, 100)),
+    ConfigDef("controlled.shutdown.enable", "boolean", True, "move leadership away before "
+              "stopping"),
+    ConfigDef("controlled.shutdown.max.retries", "int", 3, "controlled shutdown attempts",
+              at_least(0)),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", "long", 5000, "wait between attempts",
+              at_least(0)),
+    ConfigDef("controller.socket.timeout.ms", "int", 30000, "controller request timeout",
+              at_least(1)),
+    ConfigDef("request.timeout.ms", "int", 30000, "request timeout", at_least(1)),
+    ConfigDef("group.initial.rebalance.delay.ms", "int", 3000, "debounce of the first "
+              "rebalance", at_least(0)),
+)
+
+BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}
+TOPIC_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
+
+
+def _dataclass_for(name: str, defs: tuple[ConfigDef, ...], doc: str) -> type:
+    fields = [(d.attr, Any, field(default=d.default)) for d in defs]
+    cls = dataclasses.make_dataclass(name, fields, frozen=True)
+    cls.__doc__ = doc
+    cls.__module__ = __name__
+    return cls
+
+
+_TopicConfigBase = _dataclass_for("_TopicConfigBase", TOPIC_CONFIGS, "")
+_BrokerConfigBase = _dataclass_for("_BrokerConfigBase", BROKER_CONFIGS, "")
+
+
+def _parse_all(defs_by_name: Mapping[str, ConfigDef], values: Mapping[str, Any],
+               strict: bool) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for key, raw in values.items():
+        definition = defs_by_name.get(key)
+        if definition is None:
+            if strict:
+                close = difflib.get_close_matches(key, list(defs_by_name), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(f"unknown configuration {key!r}{hint}")
+            continue
+        parsed[definition.attr] = definition.parse(raw)
+    return parsed
+
+
+@dataclass(frozen=True)
+class TopicConfig(_TopicConfigBase):
+    """Per-topic settings: the broker's defaults overlaid with /config/topics/<t>."""
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], base: "TopicConfig | None" = None,
+                  strict: bool = True) -> "TopicConfig":
+        parsed = _parse_all(TOPIC_BY_NAME, values, strict)
+        return dataclasses.replace(base or cls(), **parsed)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "TopicConfig":
+        return TopicConfig.from_dict(overrides, base=self)
+
+    def get(self, name: str) -> Any:
+        return getattr(self, TOPIC_BY_NAME[name].attr)
+
+    def non_default(self, defaults: "TopicConfig") -> dict[str, Any]:
+        return {d.name: self.get(d.name) for d in TOPIC_CONFIGS
+                if self.get(d.name) != defaults.get(d.name)}
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Listener":
+        name, rest = text.split("://", 1)
+        host, port = rest.rsplit(":", 1)
+        return cls(name, host, int(port))
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class BrokerConfig(_BrokerConfigBase):
+    """The broker's settings, as read from server.properties and --override flags."""
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], strict: bool = True) -> "BrokerConfig":
+        config = cls(**_parse_all(BROKER_BY_NAME, values, strict))
+        config.validate()
+        return config
+
+    @classmethod
+    def from_properties(cls, path: str | Path, overrides: Mapping[str, str] | None = None,
+                        strict: bool = True) -> "BrokerConfig":
+        values = read_properties(path)
+        values.update(overrides or {})
+        return cls.from_dict(values, strict=strict)
+
+    def validate(self) -> None:
+        if self.broker_id < 0:
+            raise ConfigError("broker.id must be set to a number >= 0 in server.properties "
+                              "or with --override broker.id=N")
+        if not self.zookeeper_connect:
+            raise ConfigError("zookeeper.connect must be set, e.g. "
+                              "zookeeper.connect=127.0.0.1:2181/kafkalite")
+
+    def get(self, name: str) -> Any:
+        return getattr(self, BROKER_BY_NAME[name].attr)
+
+    @property
+    def data_dirs(self) -> tuple[str, ...]:
+        return tuple(self.log_dirs) if self.log_dirs else (self.log_dir,)
+
+    @property
+    def listener_list(self) -> tuple[Listener, ...]:
+        return tuple(Listener.parse(item) for item in self.listeners)
+
+    @property
+    def advertised_listener_list(self) -> tuple[Listener, ...]:
+        source = self.advertised_listeners or self.listeners
+        return tuple(Listener.parse(item) for item in source)
+
+    @property
+    def retention_ms(self) -> int:
+        if self.log_retention_ms is not None:
+            return self.log_retention_ms
+        if self.log_retention_minutes is not None:
+            return -1 if self.log_retention_minutes < 0 else self.log_retention_minutes * 60000
+        return -1 if self.log_retention_hours < 0 else self.log_retention_hours * H
+
+    @property
+    def roll_ms(self) -> int:
+        return self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * H
+
+    @property
+    def zk_connection_timeout_ms(self) -> int:
+        return self.zookeeper_connection_timeout_ms or self.zookeeper_session_timeout_ms
+
+    def topic_defaults(self) -> TopicConfig:
+        """The TopicConfig a topic gets when /config/topics/<t> overrides nothing."""
+        derived = {"log.retention.ms": self.retention_ms, "log.roll.ms": self.roll_ms,
+                   "log.flush.interval.ms": self.log_flush_interval_ms}
+        values = {}
+        for definition in TOPIC_CONFIGS:
+            source = definition.topic_name
+            if source in derived:
+                value = derived[source]
+            elif source in BROKER_BY_NAME:
+                value = self.get(source)
+            else:
+                continue
+            if value is not None:
+                values[definition.attr] = value
+        return TopicConfig(**values)
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """Read a Java-style .properties file (``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    values: dict[str, str] = {}
+    pending = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            pending += stripped[:-1]
+            continue
+        stripped, pending = pending + stripped, ""
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
+        if not match:
+            raise ConfigError(f"{path}:{number}: expected key=value, got {line!r}")
+        values[match.group(1)] = match.group(2)
+    return values
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Parse ``--override key=value`` flags."""
+    result = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like key=value")
+        key, value = item.split("=", 1)
+        result[key.strip()] = value
+    return result
+
+
+def describe(defs: tuple[ConfigDef, ...] = BROKER_CONFIGS) -> list[tuple[str, str, Any, str]]:
+    """(name, type, default, doc) rows, for docs and ``kafkalite broker --help-config``."""
+    return [(d.name, d.type, d.default, d.doc) for d in defs]

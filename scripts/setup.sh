@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set up kafkalite on a fresh Debian/Ubuntu machine: ZooKeeper and Java from apt when missing,
+# then a virtualenv in .venv with kafkalite and its test (and, with --spark, Spark) extras.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EXTRAS="test"
+for arg in "$@"; do
+  case "$arg" in
+    --spark) EXTRAS="test,spark" ;;
+    *) echo "usage: scripts/setup.sh [--spark]" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+wait_for_apt() {
+  # another apt/dpkg (e.g. unattended-upgrades) may hold the lock; wait instead of failing
+  for _ in $(seq 1 120); do
+    if ! fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock \
+        >/dev/null 2>&1; then
+      return 0
+    fi
+    echo "setup: waiting for another apt/dpkg to finish..." >&2
+    sleep 5
+  done
+}
+
+apt_updated=0
+apt_install() {
+  wait_for_apt
+  if [ "$apt_updated" -eq 0 ]; then
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  wait_for_apt
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+missing=()
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]} from apt" >&2
+  apt_install "${missing[@]}"
+fi
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
+echo "setup: ready (.venv with kafkalite[${EXTRAS}]; ZooKeeper at /usr/share/java/zookeeper.jar)" >&2
