@@ -158,3 +158,22 @@ def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     _I32.pack_into(buf, pos + LEADER_EPOCH_POS, epoch)
+
+
+# --- the broker's in-place rewrite of LogAppendTime batches ----------------------------------
+ATTRIBUTES_FIELD = struct.Struct(">h")
+MAX_TIMESTAMP_POS = 35  # after attributes (2), last_offset_delta (4), first_timestamp (8)
+_CRC = struct.Struct(">I")
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
+    """Mark the batch at ``pos`` as LogAppendTime with ``timestamp`` and re-seal its CRC.
+
+    Unlike the base offset and leader epoch, the attributes and max_timestamp sit inside the CRC,
+    so this rewrites it (as Kafka's broker does when ``message.timestamp.type=LogAppendTime``).
+    """
+    size = LOG_OVERHEAD + _I32.unpack_from(buf, pos + LENGTH_POS)[0]
+    (attributes,) = ATTRIBUTES_FIELD.unpack_from(buf, pos + ATTRIBUTES_POS)
+    ATTRIBUTES_FIELD.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_BIT)
+    _BASE_OFFSET.pack_into(buf, pos + MAX_TIMESTAMP_POS, timestamp)
+    _CRC.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))

@@ -1,0 +1,123 @@
+"""The controller's channels to the brokers (Kafka's ControllerChannelManager).
+
+One queue per live broker. Requests to a broker leave in order, one at a time; a request that fails
+on the network is sent again after a backoff until it is answered or the broker is removed (it died
+and the controller no longer cares what it hears). Callers get a Deferred of the response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from twisted.internet import defer, task
+
+from kafkalite.errors import KafkaError, NetworkError, RequestTimedOutError
+from kafkalite.protocol.channel import BrokerChannel
+
+log = logging.getLogger(__name__)
+
+
+class _BrokerQueue:
+    def __init__(self, manager: "ControllerChannelManager", broker_id: int, host: str, port: int):
+        self.manager = manager
+        self.broker_id = broker_id
+        self.channel = BrokerChannel(manager.reactor, host, port,
+                                     client_id=f"controller-{manager.controller_id}",
+                                     request_timeout_s=manager.request_timeout_s)
+        self.queue: deque[tuple[object, defer.Deferred]] = deque()
+        self.sending = False
+        self.removed = False
+
+    def enqueue(self, request) -> defer.Deferred:
+        d: defer.Deferred = defer.Deferred()
+        self.queue.append((request, d))
+        if not self.sending:
+            self._send_next()
+        return d
+
+    @defer.inlineCallbacks
+    def _send_next(self):
+        self.sending = True
+        try:
+            while self.queue and not self.removed:
+                request, d = self.queue[0]
+                try:
+                    response = yield self.channel.request(request)
+                except (NetworkError, RequestTimedOutError) as exc:
+                    if self.removed:
+                        break
+                    log.info("controller: request %s to broker %d failed (%s); retrying",
+                             type(request).__name__, self.broker_id, exc)
+                    yield task.deferLater(self.manager.reactor, self.manager.backoff_s,
+                                          lambda: None)
+                    continue
+                except KafkaError as exc:
+                    self.queue.popleft()
+                    d.errback(exc)
+                    continue
+                self.queue.popleft()
+                d.callback(response)
+        finally:
+            self.sending = False
+
+    def remove(self) -> None:
+        self.removed = True
+        self.channel.close()
+        pending, self.queue = self.queue, deque()
+        for _request, d in pending:
+            d.errback(NetworkError(f"broker {self.broker_id} was removed"))
+
+
+class ControllerChannelManager:
+    def __init__(self, reactor, controller_id: int, request_timeout_s: float = 30.0,
+                 backoff_s: float = 0.2):
+        self.reactor = reactor
+        self.controller_id = controller_id
+        self.request_timeout_s = request_timeout_s
+        self.backoff_s = backoff_s
+        self._brokers: dict[int, _BrokerQueue] = {}
+
+    def add_broker(self, broker_id: int, host: str, port: int) -> None:
+        existing = self._brokers.get(broker_id)
+        if existing is not None:
+            if (existing.channel.host, existing.channel.port) == (host or "127.0.0.1", port):
+                return
+            existing.remove()
+        self._brokers[broker_id] = _BrokerQueue(self, broker_id, host, port)
+
+    def remove_broker(self, broker_id: int) -> None:
+        queue = self._brokers.pop(broker_id, None)
+        if queue is not None:
+            queue.remove()
+
+    def send(self, broker_id: int, request) -> defer.Deferred:
+        queue = self._brokers.get(broker_id)
+        if queue is None:
+            return defer.fail(NetworkError(f"no channel to broker {broker_id}"))
+        d = queue.enqueue(request)
+        return d
+
+    def send_quietly(self, broker_id: int, request) -> None:
+        """Send and log failures (for requests whose answers the controller only logs)."""
+        def report(response):
+            error = getattr(response, "error_code", 0)
+            if error:
+                log.warning("broker %d answered %s with error %d: %s", broker_id,
+                            type(request).__name__, error,
+                            getattr(response, "error_message", ""))
+            for entry in getattr(response, "partition_errors", []) or []:
+                if entry.error_code:
+                    log.warning("broker %d: %s-%d error %d on %s", broker_id, entry.topic,
+                                entry.partition, entry.error_code, type(request).__name__)
+        d = self.send(broker_id, request)
+        d.addCallbacks(report, lambda f: log.info("controller: %s to broker %d dropped: %s",
+                                                  type(request).__name__, broker_id,
+                                                  f.getErrorMessage()))
+
+    def brokers(self) -> list[int]:
+        return sorted(self._brokers)
+
+    def close(self) -> None:
+        for broker_id in list(self._brokers):
+            self.remove_broker(broker_id)

@@ -1,0 +1,553 @@
+"""One log segment: ``<20-digit base offset>.log`` plus its ``.index`` and ``.timeindex``.
+
+The ``.log`` file is a plain concatenation of record batches exactly as they travel on the wire.
+The segment keeps one file descriptor opened ``O_APPEND``: appends are unbuffered ``write``/
+``writev`` calls (one system call per append, so a failed write can be cut back with
+``ftruncate``), and reads use ``os.pread``, which never moves the append position. ``flush()``
+fsyncs the log and writes and fsyncs both indexes.
+
+Index entries point at batch *base* offsets and batch start positions; one is added for a batch
+when more than ``index.interval.bytes`` were appended since the last entry (Kafka's rule). The time
+index gets an entry at the same moments, holding the segment's running max timestamp and the last
+offset of the batch that first reached it, plus a final one when the segment is sealed.
+
+Scanning (``_batches``) reads the file in chunks and unpacks only batch headers with
+``header.HEADER``; the records are never decoded here, except by ``find_offset_by_timestamp`` which
+decodes the one batch it lands in to return the exact record.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from bisect import bisect_right
+from typing import Callable, Iterator, Sequence
+
+from kafkalite.errors import CorruptRecordError, KafkaStorageError
+from kafkalite.log.index import OffsetIndex, TimeIndex
+from kafkalite.record import header as hdr
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+# positions in the tuple header.HEADER.unpack_from returns (the field order of BatchHeader)
+F_BASE_OFFSET, F_LENGTH, F_EPOCH, F_MAGIC, F_CRC, F_ATTRIBUTES, F_LAST_DELTA, F_FIRST_TS, \
+    F_MAX_TS, F_PRODUCER_ID, F_PRODUCER_EPOCH, F_BASE_SEQUENCE, F_RECORD_COUNT = range(13)
+
+_HEADER = hdr.HEADER
+_HEADER_SIZE = hdr.HEADER_SIZE
+_OVERHEAD = hdr.LOG_OVERHEAD
+_MIN_BATCH = hdr.HEADER_SIZE
+_MAGIC = hdr.MAGIC
+SCAN_CHUNK = 16 * 1024          # bytes read per pread while walking headers
+RECOVER_CHUNK = 4 * 1024 * 1024  # bytes read per pread while verifying CRCs
+_MAX_RELATIVE = 0x7FFFFFFF
+_IOV_MAX = 1024
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def filename_prefix(base_offset: int) -> str:
+    """Kafka's 20-digit zero-padded base offset."""
+    return f"{base_offset:020d}"
+
+
+def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
+    prefix = os.path.join(dir, filename_prefix(base_offset))
+    return (prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix,
+            prefix + TIME_INDEX_SUFFIX + suffix)
+
+
+class LogSegment:
+    """A segment of a partition's log. Not thread-safe: one owner (the reactor thread) at a time.
+
+    Opening an existing segment trusts its indexes after a sanity check and rescans only the bytes
+    after the last index entry (to learn the next offset and max timestamp); ``recover=True``
+    instead verifies every batch (``recover()``), as the Log does for segments past its recovery
+    point after an unclean shutdown. ``truncated_bytes`` tells what opening cut off.
+    """
+
+    def __init__(self, dir: str, base_offset: int, config, clock: Callable[[], int] | None = None,
+                 recover: bool = False, suffix: str = ""):
+        self.dir = dir
+        self.base_offset = base_offset
+        self.config = config
+        self._clock = clock or _now_ms
+        self.log_path, index_path, time_index_path = segment_paths(dir, base_offset, suffix)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            self.index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+            self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._size = os.fstat(self._fd).st_size
+        self._next_offset = base_offset
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = base_offset
+        self._bytes_since_index = 0
+        self.created_ms = self._clock()
+        self.truncated_bytes = 0
+        self._closed = False
+        if recover:
+            self.truncated_bytes = self.recover()
+        elif self._size or self.index.entries or self.time_index.entries:
+            self._load()
+
+    # --- properties -------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Bytes of whole batches in the .log file."""
+        return self._size
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset stored here (the base offset while empty)."""
+        return self._next_offset
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The max timestamp of any batch here (-1 if none has one)."""
+        return self._max_timestamp
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        return self._offset_of_max_timestamp
+
+    @property
+    def is_empty(self) -> bool:
+        return self._size == 0
+
+    def index_full(self) -> bool:
+        return self.index.is_full or self.time_index.is_full
+
+    def can_hold(self, last_offset: int) -> bool:
+        """Whether ``last_offset`` fits the 32-bit relative offsets of the indexes."""
+        return 0 <= last_offset - self.base_offset <= _MAX_RELATIVE
+
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(base={self.base_offset}, next={self._next_offset}, "
+                f"size={self._size})")
+
+    # --- scanning ---------------------------------------------------------------------------------
+    def _batches(self, pos: int, end: int | None = None,
+                 verify: bool = False) -> Iterator[tuple[int, tuple]]:
+        """Yield ``(position, header_fields)`` for each batch in ``[pos, end)``.
+
+        Raises CorruptRecordError (with ``.position``) at the first batch that is malformed or
+        runs past ``end`` and, with ``verify``, whose CRC is wrong.
+        """
+        end = self._size if end is None else end
+        fd = self._fd
+        chunk = RECOVER_CHUNK if verify else SCAN_CHUNK
+        unpack = _HEADER.unpack_from
+        need = 0
+        while pos < end:
+            want = min(max(chunk, need), end - pos)
+            buf = os.pread(fd, want, pos)
+            n = len(buf)
+            if n < want:
+                _corrupt(pos + n, f"file ends at byte {pos + n}, before the expected {end}")
+            off = 0
+            need = 0
+            while n - off >= _HEADER_SIZE:
+                fields = unpack(buf, off)
+                size = _OVERHEAD + fields[F_LENGTH]
+                if fields[F_MAGIC] != _MAGIC or size < _MIN_BATCH:
+                    _corrupt(pos + off, f"no valid batch header at byte {pos + off}")
+                if pos + off + size > end:
+                    _corrupt(pos + off, f"batch at byte {pos + off} declares {size} bytes, "
+                                        f"only {end - pos - off} present")
+                if verify:
+                    if off + size > n:
+                        need = size
+                        break
+                    try:
+                        hdr.check_batch(buf, off)
+                    except CorruptRecordError as exc:
+                        _corrupt(pos + off, exc.message)
+                yield pos + off, fields
+                off += size
+            if off == 0:
+                if n < _HEADER_SIZE:
+                    _corrupt(pos, f"torn batch header at byte {pos}")
+                need = max(need, _HEADER_SIZE)
+                if need <= want:  # pragma: no cover - defensive
+                    _corrupt(pos, f"cannot parse batch at byte {pos}")
+                continue
+            pos += off
+
+    def _translate(self, offset: int, start: int | None = None) -> tuple[int, tuple] | None:
+        """The first batch whose last offset is >= ``offset``: (position, fields), or None."""
+        if offset >= self._next_offset:
+            return None
+        if start is None:
+            _, start = self.index.lookup(offset)
+        for pos, fields in self._batches(start):
+            if fields[F_BASE_OFFSET] + fields[F_LAST_DELTA] >= offset:
+                return pos, fields
+        return None
+
+    def position_of(self, offset: int) -> int:
+        """Byte position of the batch containing (or first after) ``offset``; ``size`` if none."""
+        found = self._translate(offset)
+        return self._size if found is None else found[0]
+
+    def batch_headers(self, start_position: int = 0):
+        """Yield ``(position, BatchHeader)`` for every batch from ``start_position`` (tools)."""
+        for pos, fields in self._batches(start_position):
+            yield pos, hdr.BatchHeader(*fields)
+
+    # --- loading and recovery -------------------------------------------------------------------
+    def _load(self) -> None:
+        """Open an existing segment cheaply: trust sane indexes, rescan after the last entry."""
+        if not self.index.sane_for(self._size):
+            log.warning("offset index of %s is corrupt or stale; rebuilding", self.log_path)
+            self.truncated_bytes = self.recover()
+            return
+        last_offset, last_pos = self.index.last_entry
+        max_ts, offset_of_max = self.time_index.last_entry
+        next_offset = self.base_offset
+        if self.index.entries:
+            next_offset = last_offset
+        try:
+            for _pos, f in self._batches(last_pos):
+                next_offset = f[F_BASE_OFFSET] + f[F_LAST_DELTA] + 1
+                if f[F_MAX_TS] > max_ts:
+                    max_ts = f[F_MAX_TS]
+                    offset_of_max = next_offset - 1
+        except CorruptRecordError as exc:
+            log.warning("segment %s is damaged after its last index entry (%s); recovering",
+                        self.log_path, exc.message)
+            self.truncated_bytes = self.recover()
+            return
+        self._next_offset = next_offset
+        if not self.time_index.sane_for(next_offset):
+            log.warning("time index of %s is corrupt; rebuilding", self.log_path)
+            self.truncated_bytes = self.recover()
+            return
+        self._max_timestamp = max_ts
+        self._offset_of_max_timestamp = offset_of_max
+        self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
+
+    def recover(self) -> int:
+        """Verify every batch (length, CRC, offsets increasing), rebuild both indexes, and cut the
+        file at the first invalid or torn batch. Returns the number of bytes truncated."""
+        self.index.reset()
+        self.time_index.reset()
+        file_size = os.fstat(self._fd).st_size
+        self._size = file_size
+        self._next_offset = self.base_offset
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = self.base_offset
+        self._bytes_since_index = 0
+        valid = 0
+        interval = self.config.index_interval_bytes
+        try:
+            for pos, f in self._batches(0, file_size, verify=True):
+                base = f[F_BASE_OFFSET]
+                last = base + f[F_LAST_DELTA]
+                if base < self._next_offset or last - self.base_offset > _MAX_RELATIVE:
+                    raise _error(pos, f"batch at byte {pos} has offsets {base}..{last}, "
+                                      f"expected them to start at or after {self._next_offset}")
+                self._index_batch(pos, base, last, f[F_MAX_TS], _OVERHEAD + f[F_LENGTH],
+                                  interval)
+                self._next_offset = last + 1
+                valid = pos + _OVERHEAD + f[F_LENGTH]
+        except CorruptRecordError as exc:
+            log.warning("recovery of %s: %s; truncating at byte %d", self.log_path, exc.message,
+                        exc.position)
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self._fd, valid)
+            os.fsync(self._fd)
+        self._size = valid
+        self.index.write()
+        self.time_index.write()
+        return truncated
+
+    def _index_batch(self, pos: int, base: int, last: int, max_ts: int, size: int,
+                     interval: int) -> None:
+        if max_ts > self._max_timestamp:
+            self._max_timestamp = max_ts
+            self._offset_of_max_timestamp = last
+        if self._bytes_since_index > interval:
+            self.index.append(base, pos)
+            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+
+    # --- appending --------------------------------------------------------------------------------
+    def append(self, data, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int,
+               batches: Sequence[tuple[int, int, int, int]] | None = None) -> int:
+        """Append whole batches; returns the position they start at.
+
+        ``data`` is a bytes-like object or a list of them (written with one ``writev``).
+        ``batches`` lists ``(position_in_data, base_offset, last_offset, max_timestamp)`` per
+        batch so that index entries land on batch boundaries (the time index records a batch's
+        last offset with its max timestamp, as Kafka does without decoding records); without it
+        ``data`` (then one bytes-like object) is indexed as one unit starting at its first
+        batch's base offset, with ``max_timestamp`` at ``offset_of_max_timestamp``. On an OSError the file is cut back
+        to its previous size and the error re-raised.
+        """
+        if self._closed:
+            raise KafkaStorageError(f"segment {self.log_path} is closed")
+        start = self._size
+        if isinstance(data, (list, tuple)):
+            total = sum(map(len, data))
+        else:
+            total = len(data)
+        if total == 0:
+            return start
+        if start + total > 0x7FFFFFFF:
+            raise KafkaStorageError(f"segment {self.log_path} would exceed 2 GiB")
+        try:
+            self._write(data, total)
+        except OSError:
+            self._cut_back(start)
+            raise
+        self._size = start + total
+        interval = self.config.index_interval_bytes
+        if batches is None:
+            if isinstance(data, (list, tuple)):
+                raise ValueError("a list of buffers needs its batches listed")
+            first = int.from_bytes(memoryview(data)[:8], "big", signed=True)
+            batches = ((0, first, offset_of_max_timestamp, max_timestamp),)
+            sizes = (total,)
+        else:
+            sizes = [batches[i + 1][0] - batches[i][0] for i in range(len(batches) - 1)]
+            sizes.append(total - batches[-1][0])
+        index_batch = self._index_batch
+        for (rel, base, last, max_ts), size in zip(batches, sizes):
+            index_batch(start + rel, base, last, max_ts, size, interval)
+        self._next_offset = last_offset + 1
+        return start
+
+    def _write(self, data, total: int) -> None:
+        fd = self._fd
+        if isinstance(data, (list, tuple)):
+            if len(data) <= _IOV_MAX:
+                written = os.writev(fd, data)
+                if written == total:
+                    return
+                data = b"".join(data)[written:]
+            else:
+                data = b"".join(data)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:  # pragma: no cover - write(2) reports errors by raising
+                raise OSError(errno.EIO, "write returned 0")
+            view = view[written:]
+
+    def _cut_back(self, size: int) -> None:
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as exc:  # the segment can no longer be trusted
+            self._closed = True
+            log.error("cannot truncate %s back to %d bytes after a failed write: %s",
+                      self.log_path, size, exc)
+
+    # --- reading ----------------------------------------------------------------------------------
+    def read(self, start_offset: int, max_bytes: int, max_position: int | None = None,
+             min_one: bool = True) -> bytes:
+        """Stored bytes of whole batches from the one containing ``start_offset``, at most
+        ``max_bytes`` -- but at least one whole batch with ``min_one`` -- and never past
+        ``max_position``. Empty if nothing here is at or after ``start_offset``."""
+        return self.read_slice(start_offset, max_bytes, max_position, min_one)[1]
+
+    def read_slice(self, start_offset: int, max_bytes: int, max_position: int | None = None,
+                   min_one: bool = True) -> tuple[int, bytes]:
+        """Like ``read``, also returning the start position (-1 if no batch was found)."""
+        found = self._translate(start_offset)
+        if found is None:
+            return -1, b""
+        start, fields = found
+        limit = self._size if max_position is None else min(max_position, self._size)
+        if start >= limit:
+            return start, b""
+        want = min(max_bytes, limit - start)
+        data = os.pread(self._fd, want, start) if want > 0 else b""
+        if len(data) == limit - start:
+            return start, data  # everything up to a batch boundary
+        cut = self._whole_batches(data, start)
+        if cut == 0:
+            if not min_one:
+                return start, b""
+            return start, os.pread(self._fd, _OVERHEAD + fields[F_LENGTH], start)
+        return start, data if cut == len(data) else data[:cut]
+
+    def _whole_batches(self, data: bytes, start: int) -> int:
+        """Length of the prefix of ``data`` (read at ``start``) that holds whole batches."""
+        n = len(data)
+        off = self.index.floor_position(start + n) - start
+        if off < 0:
+            off = 0
+        peek = hdr.peek_size
+        while n - off >= _OVERHEAD:
+            size = peek(data, off)
+            if size < _MIN_BATCH or off + size > n:
+                break
+            off += size
+        return off
+
+    def read_all(self) -> bytes:
+        return os.pread(self._fd, self._size, 0) if self._size else b""
+
+    # --- timestamps -------------------------------------------------------------------------------
+    def find_batch_by_timestamp(self, timestamp: int,
+                                min_offset: int = 0) -> tuple[int, tuple] | None:
+        """The first batch whose max timestamp is >= ``timestamp`` and whose last offset is >=
+        ``min_offset``: (position, header fields), or None."""
+        if self._max_timestamp < timestamp:
+            return None
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.index.lookup(max(ts_offset, min_offset))
+        for p, f in self._batches(pos):
+            if f[F_MAX_TS] >= timestamp and f[F_BASE_OFFSET] + f[F_LAST_DELTA] >= min_offset:
+                return p, f
+        return None
+
+    def find_offset_by_timestamp(self, timestamp: int,
+                                 min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp`` and offset >=
+        ``min_offset``, or None (Kafka's ListOffsets by time, within this segment)."""
+        found = self.find_batch_by_timestamp(timestamp, min_offset)
+        if found is None:
+            return None
+        pos, f = found
+        base = f[F_BASE_OFFSET]
+        if f[F_ATTRIBUTES] & hdr.TIMESTAMP_TYPE_BIT:  # LogAppendTime: all records share it
+            return max(base, min_offset), f[F_MAX_TS]
+        data = os.pread(self._fd, _OVERHEAD + f[F_LENGTH], pos)
+        try:
+            from kafkalite.record.batch import read_batch
+            _, records = read_batch(data, 0, verify_crc=False)
+        except (ImportError, CorruptRecordError) as exc:
+            log.debug("cannot decode batch at %d of %s (%s); answering at batch level", pos,
+                      self.log_path, exc)
+            return max(base, min_offset), f[F_MAX_TS]
+        for record in records:
+            if record.timestamp >= timestamp and record.offset >= min_offset:
+                return record.offset, record.timestamp
+        return max(base, min_offset), f[F_MAX_TS]  # pragma: no cover - header/records disagree
+
+    # --- truncation, flushing, lifecycle ----------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (a batch containing ``offset``
+        goes entirely). Returns the number of bytes removed."""
+        found = self._translate(offset)
+        if found is None:
+            return 0
+        pos, fields = found
+        removed = self._size - pos
+        os.ftruncate(self._fd, pos)
+        self._size = pos
+        self.index.truncate_to_position(pos)
+        self.time_index.truncate_to(fields[F_BASE_OFFSET])
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = self.base_offset
+        self._load_after_truncate()
+        return removed
+
+    def _load_after_truncate(self) -> None:
+        last_offset, last_pos = self.index.last_entry
+        max_ts, offset_of_max = self.time_index.last_entry
+        next_offset = last_offset if self.index.entries else self.base_offset
+        for _pos, f in self._batches(last_pos):
+            next_offset = f[F_BASE_OFFSET] + f[F_LAST_DELTA] + 1
+            if f[F_MAX_TS] > max_ts:
+                max_ts, offset_of_max = f[F_MAX_TS], next_offset - 1
+        self._next_offset = next_offset
+        self._max_timestamp = max_ts
+        self._offset_of_max_timestamp = offset_of_max
+        self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
+
+    def seal(self) -> None:
+        """The segment stops being active: record its final max timestamp and write indexes."""
+        if self._max_timestamp >= 0:
+            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+        self.index.write()
+        self.time_index.write()
+
+    def flush(self) -> None:
+        """fsync the log file, then write and fsync both indexes."""
+        os.fsync(self._fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.seal()
+        finally:
+            self.index.close()
+            self.time_index.close()
+            os.close(self._fd)
+            self._fd = -1
+            self._closed = True
+
+    def rename_to_deleted(self) -> None:
+        """Add the ``.deleted`` suffix to all three files (open descriptors stay valid, so
+        readers in flight finish)."""
+        self._add_suffix(DELETED_SUFFIX)
+
+    def _add_suffix(self, suffix: str) -> None:
+        os.rename(self.log_path, self.log_path + suffix)
+        self.log_path += suffix
+        self.index.rename(self.index.path + suffix)
+        self.time_index.rename(self.time_index.path + suffix)
+
+    def change_suffix(self, old: str, new: str) -> None:
+        """Rename the files from ``*<old>`` to ``*<new>`` (e.g. ``.swap`` -> '')."""
+        def swap(path: str) -> str:
+            if old and not path.endswith(old):
+                raise ValueError(f"{path} does not end with {old}")
+            return (path[:-len(old)] if old else path) + new
+        new_log = swap(self.log_path)
+        os.rename(self.log_path, new_log)
+        self.log_path = new_log
+        self.index.rename(swap(self.index.path))
+        self.time_index.rename(swap(self.time_index.path))
+
+    def delete(self) -> None:
+        """Close and remove the files."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self._closed = True
+        self.index.delete()
+        self.time_index.delete()
+        try:
+            os.unlink(self.log_path)
+        except FileNotFoundError:
+            pass
+
+
+def _error(position: int, message: str) -> CorruptRecordError:
+    exc = CorruptRecordError(message)
+    exc.position = position
+    return exc
+
+
+def _corrupt(position: int, message: str):
+    raise _error(position, message)
+
+
+def floor_segment(bases: list[int], offset: int) -> int:
+    """Index of the last base offset <= ``offset`` in the sorted ``bases`` (-1 if none)."""
+    return bisect_right(bases, offset) - 1

@@ -1,0 +1,31 @@
+"""API keys: the same numbers Apache Kafka uses, so a packet dump reads like Kafka's."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["ApiKey"]
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+
+    @classmethod
+    def name_of(cls, value: int) -> str:
+        """``"FETCH"`` for 1; ``"UNKNOWN(99)"`` for a key kafkalite does not know."""
+        try:
+            return cls(value).name
+        except ValueError:
+            return f"UNKNOWN({value})"

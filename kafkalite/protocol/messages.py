@@ -1,0 +1,956 @@
+"""One declared class per request and response, and the codec between them and msgpack values.
+
+How a message travels
+---------------------
+* A request or response is a ``dataclass`` (keyword-only constructor). Its *body* on the wire is a
+  msgpack **map** whose keys are exactly the dataclass field names (``"acks"``, ``"topics"``, ...).
+* Nested per-topic / per-partition entries are ``NamedTuple`` classes and travel as msgpack
+  **arrays** in field order (``FetchPartition(partition, fetch_offset, ...)`` is
+  ``[partition, fetch_offset, ...]``): compact, and fast to build and to take apart.
+* Record data (``bytes``) travels as msgpack ``bin`` and is never looked into here. On encode, any
+  bytes-like object (``bytes``, ``bytearray``, ``memoryview``) is accepted; decode gives ``bytes``.
+* Arrays decode to ``list``; maps to ``dict``; nullable fields may be ``None``.
+* ``from_body`` checks every field's type (ints also against their Kafka width: int8/16/32/64;
+  ``bool`` is not an int) and requires every field to be present; extra keys are ignored. A bad
+  body raises ``InvalidRequestError`` whose message names the class and the field path, e.g.
+  ``FetchRequest: field 'topics[0].partitions[1].fetch_offset': expected int64, got str``.
+  Semantic checks (acks in {0,1,-1}, a known topic, ...) are the broker's job, not the codec's.
+* Errors in responses are an ``int16`` code from ``kafkalite.errors`` and, where the class has one,
+  an optional ``error_message``.
+
+Every class has ``API_KEY``, ``MIN_VERSION`` and ``MAX_VERSION`` (all APIs are at version 0),
+``to_body(version=0)`` and ``from_body(body, version=0)``. Requests also have
+``expects_response()`` (False only for Produce with acks=0, which Kafka never answers) and
+``error_response(error_code, error_message=None)`` which builds the matching response with the
+error in every slot (Kafka's ``getErrorResponse``).
+
+``RequestErrorResponse`` is the one body not tied to an API: ``{"request_error": [code, message]}``.
+A broker sends it when it could read a request's correlation id but not serve the request at all
+(unknown API key, unsupported version, malformed body); a client turns it into the exception
+``errors.for_code(code, message)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable, ClassVar, NamedTuple
+
+from kafkalite.errors import (
+    NONE,
+    InvalidRequestError,
+    KafkaError,
+    UnsupportedVersionError,
+    for_code,
+)
+from kafkalite.protocol.api_keys import ApiKey
+
+# ================================================================================================
+# Field validators
+#
+# A validator is ``f(value) -> value``: it returns the (possibly converted) value or raises
+# ``_BadField``. It carries ``.expected`` (a name for messages) and ``.identity`` (True when it
+# returns its input unchanged, so containers of it need no copy). Paths to a bad field are built
+# only when something is wrong: a container that sees a failure re-runs its (pure) element
+# validators to find which element failed and prepends that segment.
+# ================================================================================================
+
+
+class _BadField(Exception):
+    def __init__(self, expected: str, value: Any):
+        super().__init__(expected)
+        self.expected = expected
+        self.got = _describe(value)
+        self.path: list[str] = []   # innermost first
+
+
+def _describe(value: Any) -> str:
+    kind = type(value).__name__
+    if type(value) is int:
+        return f"int {value}"
+    if isinstance(value, (list, tuple)):
+        return f"{kind} of length {len(value)}"
+    return kind
+
+
+Validator = Callable[[Any], Any]
+
+
+def _mark(fn: Validator, expected: str, identity: bool) -> Validator:
+    fn.expected = expected      # type: ignore[attr-defined]
+    fn.identity = identity      # type: ignore[attr-defined]
+    return fn
+
+
+def _int_validator(bits: int) -> Validator:
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    name = f"int{bits}"
+
+    def check(v: Any) -> Any:
+        if type(v) is int and lo <= v <= hi:
+            return v
+        raise _BadField(name, v)
+
+    return _mark(check, name, True)
+
+
+def _type_validator(kind: type, name: str) -> Validator:
+    def check(v: Any) -> Any:
+        if type(v) is kind:
+            return v
+        raise _BadField(name, v)
+
+    return _mark(check, name, True)
+
+
+I8 = _int_validator(8)
+I16 = _int_validator(16)
+I32 = _int_validator(32)
+I64 = _int_validator(64)
+BOOL = _type_validator(bool, "bool")
+STR = _type_validator(str, "str")
+BYTES = _type_validator(bytes, "bytes")
+
+Int8 = Annotated[int, I8]
+Int16 = Annotated[int, I16]
+Int32 = Annotated[int, I32]
+Int64 = Annotated[int, I64]
+
+
+def nullable(inner: Validator) -> Validator:
+    name = f"{inner.expected} or nil"
+
+    def check(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return inner(v)
+        except _BadField as err:
+            if not err.path:
+                err.expected = name
+            raise
+
+    return _mark(check, name, inner.identity)
+
+
+def array(elem: Validator) -> Validator:
+    name = f"array of {elem.expected}"
+
+    def locate(v: Any, err: _BadField) -> None:
+        for i, x in enumerate(v):
+            try:
+                elem(x)
+            except _BadField:
+                err.path.append(f"[{i}]")
+                return
+
+    if elem.identity:
+        def check(v: Any) -> Any:
+            if type(v) is not list and type(v) is not tuple:
+                raise _BadField(name, v)
+            try:
+                for x in v:
+                    elem(x)
+            except _BadField as err:
+                locate(v, err)
+                raise
+            return v
+    else:
+        def check(v: Any) -> Any:
+            if type(v) is not list and type(v) is not tuple:
+                raise _BadField(name, v)
+            try:
+                return [elem(x) for x in v]
+            except _BadField as err:
+                locate(v, err)
+                raise
+
+    return _mark(check, name, elem.identity)
+
+
+def mapping(key: Validator, value: Validator) -> Validator:
+    name = f"map of {key.expected} to {value.expected}"
+
+    def locate(v: dict, err: _BadField) -> None:
+        for k, x in v.items():
+            try:
+                key(k)
+            except _BadField:
+                err.path.append(f"<key {k!r}>")
+                return
+            try:
+                value(x)
+            except _BadField:
+                err.path.append(f"[{k!r}]")
+                return
+
+    identity = key.identity and value.identity
+    if identity:
+        def check(v: Any) -> Any:
+            if type(v) is not dict:
+                raise _BadField(name, v)
+            try:
+                for k, x in v.items():
+                    key(k)
+                    value(x)
+            except _BadField as err:
+                locate(v, err)
+                raise
+            return v
+    else:
+        def check(v: Any) -> Any:
+            if type(v) is not dict:
+                raise _BadField(name, v)
+            try:
+                return {key(k): value(x) for k, x in v.items()}
+            except _BadField as err:
+                locate(v, err)
+                raise
+
+    return _mark(check, name, identity)
+
+
+_STRUCTS: dict[type, Validator] = {}
+
+
+def struct(cls: type) -> Validator:
+    """Validator turning an array ``[f1, f2, ...]`` into the NamedTuple ``cls``."""
+    cached = _STRUCTS.get(cls)
+    if cached is not None:
+        return cached
+    hints = typing.get_type_hints(cls, include_extras=True)
+    names = cls._fields
+    fields = tuple(_validator_for(hints[n], f"{cls.__name__}.{n}") for n in names)
+    n_fields = len(names)
+    name = f"{cls.__name__} (array of {n_fields})"
+    new = tuple.__new__
+
+    def check(v: Any) -> Any:
+        if (type(v) is not list and not isinstance(v, tuple)) or len(v) != n_fields:
+            raise _BadField(name, v)
+        try:
+            return new(cls, [f(x) for f, x in zip(fields, v)])
+        except _BadField as err:
+            for fname, f, x in zip(names, fields, v):
+                try:
+                    f(x)
+                except _BadField:
+                    err.path.append("." + fname)
+                    break
+            raise
+
+    _mark(check, name, False)
+    _STRUCTS[cls] = check
+    return check
+
+
+def _validator_for(hint: Any, where: str) -> Validator:
+    """The validator for a type hint (ints must say their width: Int8/Int16/Int32/Int64)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Annotated:
+        return hint.__metadata__[0]
+    if hint is str:
+        return STR
+    if hint is bytes:
+        return BYTES
+    if hint is bool:
+        return BOOL
+    if origin in (typing.Union, types.UnionType):
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1 and len(args) == 2:
+            return nullable(_validator_for(others[0], where))
+    if origin is list and len(args) == 1:
+        return array(_validator_for(args[0], where))
+    if origin is dict and len(args) == 2:
+        return mapping(_validator_for(args[0], where), _validator_for(args[1], where))
+    if isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields"):
+        return struct(hint)
+    raise TypeError(f"{where}: no wire type for {hint!r} (ints need Int8/Int16/Int32/Int64)")
+
+
+# ================================================================================================
+# Message base
+# ================================================================================================
+
+
+class Message:
+    """Base of every request and response class."""
+
+    __slots__ = ()
+    API_KEY: ClassVar[int]
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    _SCHEMA: ClassVar[tuple[tuple[str, Validator], ...]] = ()
+    _NAMES: ClassVar[tuple[str, ...]] = ()
+
+    def to_body(self, version: int = 0) -> dict[str, Any]:
+        """The msgpack-ready body: a dict keyed by field name (nested entries stay tuples)."""
+        return {name: getattr(self, name) for name in self._NAMES}
+
+    @classmethod
+    def from_body(cls, body: Any, version: int = 0):
+        """Build from a decoded body, checking every field; raises InvalidRequestError."""
+        if type(body) is not dict:
+            raise InvalidRequestError(
+                f"{cls.__name__}: body must be a map, got {_describe(body)}")
+        values = {}
+        for name, check in cls._SCHEMA:
+            try:
+                raw = body[name]
+            except KeyError:
+                raise InvalidRequestError(f"{cls.__name__}: missing field '{name}'") from None
+            try:
+                values[name] = check(raw)
+            except _BadField as err:
+                path = name + "".join(reversed(err.path))
+                raise InvalidRequestError(
+                    f"{cls.__name__}: field '{path}': expected {err.expected}, got {err.got}"
+                ) from None
+        return cls(**values)
+
+
+class Request(Message):
+    __slots__ = ()
+
+    def expects_response(self) -> bool:
+        """False when the broker sends no response at all (Produce with acks=0)."""
+        return True
+
+    def error_response(self, error_code: int, error_message: str | None = None) -> Response:
+        raise NotImplementedError
+
+
+class Response(Message):
+    __slots__ = ()
+
+
+def _message(api_key: ApiKey):
+    """Class decorator: make a keyword-only slotted dataclass and derive its wire schema."""
+
+    def wrap(cls):
+        repr_flag = "__repr__" not in cls.__dict__
+        cls = dataclass(slots=True, kw_only=True, repr=repr_flag)(cls)
+        cls.API_KEY = api_key
+        hints = typing.get_type_hints(cls, include_extras=True)
+        schema = tuple((f.name, _validator_for(hints[f.name], f"{cls.__name__}.{f.name}"))
+                       for f in dataclasses.fields(cls))
+        cls._SCHEMA = schema
+        cls._NAMES = tuple(name for name, _ in schema)
+        return cls
+
+    return wrap
+
+
+def _bytes_summary(data: Any) -> str:
+    return f"<{len(data)} bytes>"
+
+
+# ================================================================================================
+# Shared nested entries
+# ================================================================================================
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: Int32
+
+
+class PartitionError(NamedTuple):
+    topic: str
+    partition: Int32
+    error_code: Int16
+
+
+# ================================================================================================
+# ApiVersions (18)
+# ================================================================================================
+
+
+class ApiVersionRange(NamedTuple):
+    api_key: Int16
+    min_version: Int16
+    max_version: Int16
+
+
+@_message(ApiKey.API_VERSIONS)
+class ApiVersionsRequest(Request):
+    def error_response(self, error_code, error_message=None):
+        return ApiVersionsResponse(error_code=error_code, error_message=error_message,
+                                   api_versions=supported_versions())
+
+
+@_message(ApiKey.API_VERSIONS)
+class ApiVersionsResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    api_versions: list[ApiVersionRange] = field(default_factory=list)
+    throttle_time_ms: Int32 = 0
+
+
+# ================================================================================================
+# Metadata (3)
+# ================================================================================================
+
+
+class MetadataBroker(NamedTuple):
+    node_id: Int32
+    host: str
+    port: Int32
+    rack: str | None = None
+
+
+class MetadataPartition(NamedTuple):
+    error_code: Int16
+    partition: Int32
+    leader: Int32                    # -1 when there is no leader
+    leader_epoch: Int32
+    replicas: list[Int32]
+    isr: list[Int32]
+    offline_replicas: list[Int32]
+
+
+class MetadataTopic(NamedTuple):
+    error_code: Int16
+    name: str
+    partitions: list[MetadataPartition]
+
+
+@_message(ApiKey.METADATA)
+class MetadataRequest(Request):
+    topics: list[str] | None = None          # None = every topic; [] = none (brokers only)
+    allow_auto_topic_creation: bool = True
+
+    def error_response(self, error_code, error_message=None):
+        return MetadataResponse(topics=[MetadataTopic(error_code, t, []) for t in self.topics or ()])
+
+
+@_message(ApiKey.METADATA)
+class MetadataResponse(Response):
+    throttle_time_ms: Int32 = 0
+    brokers: list[MetadataBroker] = field(default_factory=list)
+    cluster_id: str | None = None
+    controller_id: Int32 = -1
+    topics: list[MetadataTopic] = field(default_factory=list)
+
+
+# ================================================================================================
+# Produce (0)
+# ================================================================================================
+
+
+class ProducePartitionResponse(NamedTuple):
+    error_code: Int16
+    error_message: str | None = None
+    base_offset: Int64 = -1
+    log_append_time: Int64 = -1      # -1 = CreateTime topics
+    log_start_offset: Int64 = -1
+
+
+@_message(ApiKey.PRODUCE)
+class ProduceRequest(Request):
+    transactional_id: str | None = None
+    acks: Int16 = 1                  # 0, 1 or -1 (all); the broker checks the value
+    timeout_ms: Int32 = 30000
+    topic_data: dict[str, dict[Int32, bytes]] = field(default_factory=dict)
+    """``{topic: {partition: record batch bytes}}``; the bytes are never decoded by the codec."""
+
+    def __repr__(self) -> str:
+        parts = {t: {p: _bytes_summary(b) for p, b in ps.items()}
+                 for t, ps in self.topic_data.items()}
+        return (f"ProduceRequest(transactional_id={self.transactional_id!r}, acks={self.acks}, "
+                f"timeout_ms={self.timeout_ms}, topic_data={parts})")
+
+    def expects_response(self) -> bool:
+        return self.acks != 0
+
+    def error_response(self, error_code, error_message=None):
+        return ProduceResponse(responses={
+            t: {p: ProducePartitionResponse(error_code, error_message) for p in ps}
+            for t, ps in self.topic_data.items()})
+
+
+@_message(ApiKey.PRODUCE)
+class ProduceResponse(Response):
+    responses: dict[str, dict[Int32, ProducePartitionResponse]] = field(default_factory=dict)
+    throttle_time_ms: Int32 = 0
+
+
+# ================================================================================================
+# Fetch (1)
+# ================================================================================================
+
+CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+class FetchPartition(NamedTuple):
+    partition: Int32
+    fetch_offset: Int64
+    partition_max_bytes: Int32
+    current_leader_epoch: Int32 = -1     # -1 = unknown, skip the fencing check
+    log_start_offset: Int64 = -1         # followers only
+
+
+class FetchTopic(NamedTuple):
+    topic: str
+    partitions: list[FetchPartition]
+
+
+class FetchPartitionResponse(NamedTuple):
+    partition: Int32
+    error_code: Int16
+    high_watermark: Int64 = -1
+    last_stable_offset: Int64 = -1
+    log_start_offset: Int64 = -1
+    records: bytes = b""                 # stored record batches, as they are on disk
+
+    def __repr__(self) -> str:
+        return (f"FetchPartitionResponse(partition={self.partition}, "
+                f"error_code={self.error_code}, high_watermark={self.high_watermark}, "
+                f"last_stable_offset={self.last_stable_offset}, "
+                f"log_start_offset={self.log_start_offset}, records={_bytes_summary(self.records)})")
+
+
+class FetchTopicResponse(NamedTuple):
+    topic: str
+    partitions: list[FetchPartitionResponse]
+
+
+@_message(ApiKey.FETCH)
+class FetchRequest(Request):
+    replica_id: Int32 = CONSUMER_REPLICA_ID   # broker id for a follower, -1 for consumers
+    max_wait_ms: Int32 = 500
+    min_bytes: Int32 = 1
+    max_bytes: Int32 = 52428800
+    isolation_level: Int8 = READ_UNCOMMITTED
+    topics: list[FetchTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return FetchResponse(error_code=error_code, error_message=error_message, responses=[
+            FetchTopicResponse(t.topic, [FetchPartitionResponse(p.partition, error_code)
+                                         for p in t.partitions])
+            for t in self.topics])
+
+
+@_message(ApiKey.FETCH)
+class FetchResponse(Response):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    responses: list[FetchTopicResponse] = field(default_factory=list)
+
+
+# ================================================================================================
+# ListOffsets (2)
+# ================================================================================================
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+
+class ListOffsetsPartition(NamedTuple):
+    partition: Int32
+    timestamp: Int64                     # -2 earliest, -1 latest, else ms since the epoch
+    current_leader_epoch: Int32 = -1
+
+
+class ListOffsetsTopic(NamedTuple):
+    topic: str
+    partitions: list[ListOffsetsPartition]
+
+
+class ListOffsetsPartitionResponse(NamedTuple):
+    partition: Int32
+    error_code: Int16
+    timestamp: Int64 = -1
+    offset: Int64 = -1
+    leader_epoch: Int32 = -1
+
+
+class ListOffsetsTopicResponse(NamedTuple):
+    topic: str
+    partitions: list[ListOffsetsPartitionResponse]
+
+
+@_message(ApiKey.LIST_OFFSETS)
+class ListOffsetsRequest(Request):
+    replica_id: Int32 = CONSUMER_REPLICA_ID
+    isolation_level: Int8 = READ_UNCOMMITTED
+    topics: list[ListOffsetsTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return ListOffsetsResponse(topics=[
+            ListOffsetsTopicResponse(t.topic, [ListOffsetsPartitionResponse(p.partition, error_code)
+                                               for p in t.partitions])
+            for t in self.topics])
+
+
+@_message(ApiKey.LIST_OFFSETS)
+class ListOffsetsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[ListOffsetsTopicResponse] = field(default_factory=list)
+
+
+# ================================================================================================
+# LeaderAndIsr (4)
+# ================================================================================================
+
+
+class LeaderAndIsrPartitionState(NamedTuple):
+    topic: str
+    partition: Int32
+    controller_epoch: Int32
+    leader: Int32
+    leader_epoch: Int32
+    isr: list[Int32]
+    zk_version: Int32
+    replicas: list[Int32]
+    is_new: bool = False
+
+
+class LeaderAndIsrLiveLeader(NamedTuple):
+    broker_id: Int32
+    host: str
+    port: Int32
+
+
+@_message(ApiKey.LEADER_AND_ISR)
+class LeaderAndIsrRequest(Request):
+    controller_id: Int32
+    controller_epoch: Int32
+    broker_epoch: Int64 = -1
+    partition_states: list[LeaderAndIsrPartitionState] = field(default_factory=list)
+    live_leaders: list[LeaderAndIsrLiveLeader] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return LeaderAndIsrResponse(
+            error_code=error_code, error_message=error_message,
+            partition_errors=[PartitionError(s.topic, s.partition, error_code)
+                              for s in self.partition_states])
+
+
+@_message(ApiKey.LEADER_AND_ISR)
+class LeaderAndIsrResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    partition_errors: list[PartitionError] = field(default_factory=list)
+
+
+# ================================================================================================
+# StopReplica (5)
+# ================================================================================================
+
+
+@_message(ApiKey.STOP_REPLICA)
+class StopReplicaRequest(Request):
+    controller_id: Int32
+    controller_epoch: Int32
+    broker_epoch: Int64 = -1
+    delete_partitions: bool = False
+    partitions: list[TopicPartition] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return StopReplicaResponse(
+            error_code=error_code, error_message=error_message,
+            partition_errors=[PartitionError(tp.topic, tp.partition, error_code)
+                              for tp in self.partitions])
+
+
+@_message(ApiKey.STOP_REPLICA)
+class StopReplicaResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    partition_errors: list[PartitionError] = field(default_factory=list)
+
+
+# ================================================================================================
+# UpdateMetadata (6)
+# ================================================================================================
+
+
+class UpdateMetadataPartitionState(NamedTuple):
+    topic: str
+    partition: Int32
+    controller_epoch: Int32
+    leader: Int32
+    leader_epoch: Int32
+    isr: list[Int32]
+    zk_version: Int32
+    replicas: list[Int32]
+    offline_replicas: list[Int32]
+
+
+class UpdateMetadataBroker(NamedTuple):
+    id: Int32
+    host: str
+    port: Int32
+    rack: str | None = None
+
+
+@_message(ApiKey.UPDATE_METADATA)
+class UpdateMetadataRequest(Request):
+    controller_id: Int32
+    controller_epoch: Int32
+    broker_epoch: Int64 = -1
+    partition_states: list[UpdateMetadataPartitionState] = field(default_factory=list)
+    live_brokers: list[UpdateMetadataBroker] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return UpdateMetadataResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.UPDATE_METADATA)
+class UpdateMetadataResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+
+
+# ================================================================================================
+# ControlledShutdown (7)
+# ================================================================================================
+
+
+@_message(ApiKey.CONTROLLED_SHUTDOWN)
+class ControlledShutdownRequest(Request):
+    broker_id: Int32
+    broker_epoch: Int64 = -1
+
+    def error_response(self, error_code, error_message=None):
+        return ControlledShutdownResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.CONTROLLED_SHUTDOWN)
+class ControlledShutdownResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    remaining_partitions: list[TopicPartition] = field(default_factory=list)
+
+
+# ================================================================================================
+# CreateTopics (19)
+# ================================================================================================
+
+
+class CreatableTopic(NamedTuple):
+    name: str
+    num_partitions: Int32                      # -1 when assignments are given
+    replication_factor: Int16                  # -1 when assignments are given
+    assignments: dict[Int32, list[Int32]]      # {partition: [broker ids]}, {} = let the broker choose
+    configs: dict[str, str | None]             # topic-level config overrides
+
+
+class CreatableTopicResult(NamedTuple):
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@_message(ApiKey.CREATE_TOPICS)
+class CreateTopicsRequest(Request):
+    topics: list[CreatableTopic] = field(default_factory=list)
+    timeout_ms: Int32 = 30000
+    validate_only: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return CreateTopicsResponse(topics=[CreatableTopicResult(t.name, error_code, error_message)
+                                            for t in self.topics])
+
+
+@_message(ApiKey.CREATE_TOPICS)
+class CreateTopicsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[CreatableTopicResult] = field(default_factory=list)
+
+
+# ================================================================================================
+# DeleteTopics (20)
+# ================================================================================================
+
+
+class DeletableTopicResult(NamedTuple):
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@_message(ApiKey.DELETE_TOPICS)
+class DeleteTopicsRequest(Request):
+    topic_names: list[str] = field(default_factory=list)
+    timeout_ms: Int32 = 30000
+
+    def error_response(self, error_code, error_message=None):
+        return DeleteTopicsResponse(responses=[DeletableTopicResult(n, error_code, error_message)
+                                               for n in self.topic_names])
+
+
+@_message(ApiKey.DELETE_TOPICS)
+class DeleteTopicsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    responses: list[DeletableTopicResult] = field(default_factory=list)
+
+
+# ================================================================================================
+# InitProducerId (22)
+# ================================================================================================
+
+
+@_message(ApiKey.INIT_PRODUCER_ID)
+class InitProducerIdRequest(Request):
+    transactional_id: str | None = None
+    transaction_timeout_ms: Int32 = 60000
+
+    def error_response(self, error_code, error_message=None):
+        return InitProducerIdResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.INIT_PRODUCER_ID)
+class InitProducerIdResponse(Response):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    producer_id: Int64 = -1
+    producer_epoch: Int16 = -1
+
+
+# ================================================================================================
+# OffsetForLeaderEpoch (23)
+# ================================================================================================
+
+
+class OffsetForLeaderEpochPartition(NamedTuple):
+    partition: Int32
+    current_leader_epoch: Int32          # -1 = unknown, skip the fencing check
+    leader_epoch: Int32                  # the epoch whose end offset is wanted
+
+
+class OffsetForLeaderEpochTopic(NamedTuple):
+    topic: str
+    partitions: list[OffsetForLeaderEpochPartition]
+
+
+class OffsetForLeaderEpochPartitionResponse(NamedTuple):
+    partition: Int32
+    error_code: Int16
+    leader_epoch: Int32 = -1
+    end_offset: Int64 = -1
+
+
+class OffsetForLeaderEpochTopicResponse(NamedTuple):
+    topic: str
+    partitions: list[OffsetForLeaderEpochPartitionResponse]
+
+
+@_message(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+class OffsetForLeaderEpochRequest(Request):
+    replica_id: Int32 = CONSUMER_REPLICA_ID
+    topics: list[OffsetForLeaderEpochTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return OffsetForLeaderEpochResponse(topics=[
+            OffsetForLeaderEpochTopicResponse(
+                t.topic, [OffsetForLeaderEpochPartitionResponse(p.partition, error_code)
+                          for p in t.partitions])
+            for t in self.topics])
+
+
+@_message(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+class OffsetForLeaderEpochResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[OffsetForLeaderEpochTopicResponse] = field(default_factory=list)
+
+
+# ================================================================================================
+# The request-level error body (not tied to an API)
+# ================================================================================================
+
+REQUEST_ERROR_KEY = "request_error"
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestErrorResponse:
+    """A response saying the whole request failed: ``{"request_error": [code, message]}``."""
+
+    error_code: Int16
+    error_message: str | None = None
+
+    def to_body(self, version: int = 0) -> dict[str, Any]:
+        return {REQUEST_ERROR_KEY: [self.error_code, self.error_message]}
+
+    @classmethod
+    def from_body(cls, body: Any, version: int = 0) -> RequestErrorResponse:
+        value = body.get(REQUEST_ERROR_KEY) if type(body) is dict else None
+        if ((type(value) is not list and type(value) is not tuple) or len(value) != 2
+                or type(value[0]) is not int or not -32768 <= value[0] <= 32767
+                or not (value[1] is None or type(value[1]) is str)):
+            raise InvalidRequestError(
+                "RequestErrorResponse: field 'request_error': expected [int16, str or nil]")
+        return cls(error_code=value[0], error_message=value[1])
+
+    @staticmethod
+    def is_request_error(body: Any) -> bool:
+        return type(body) is dict and REQUEST_ERROR_KEY in body
+
+    def exception(self) -> KafkaError:
+        """The exception this error stands for (``errors.for_code``)."""
+        return for_code(self.error_code, self.error_message)
+
+
+# ================================================================================================
+# Registry
+# ================================================================================================
+
+_PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
+    (ProduceRequest, ProduceResponse),
+    (FetchRequest, FetchResponse),
+    (ListOffsetsRequest, ListOffsetsResponse),
+    (MetadataRequest, MetadataResponse),
+    (LeaderAndIsrRequest, LeaderAndIsrResponse),
+    (StopReplicaRequest, StopReplicaResponse),
+    (UpdateMetadataRequest, UpdateMetadataResponse),
+    (ControlledShutdownRequest, ControlledShutdownResponse),
+    (ApiVersionsRequest, ApiVersionsResponse),
+    (CreateTopicsRequest, CreateTopicsResponse),
+    (DeleteTopicsRequest, DeleteTopicsResponse),
+    (InitProducerIdRequest, InitProducerIdResponse),
+    (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+)
+
+REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}
+RESPONSES: dict[int, type[Response]] = {resp.API_KEY: resp for _, resp in _PAIRS}
+
+for _req, _resp in _PAIRS:
+    assert _req.API_KEY == _resp.API_KEY, (_req, _resp)
+    assert (_req.MIN_VERSION, _req.MAX_VERSION) == (_resp.MIN_VERSION, _resp.MAX_VERSION)
+assert set(REQUESTS) == set(ApiKey)
+del _req, _resp
+
+
+def _class_for(table: dict[int, type], api_key: int, api_version: int | None) -> type:
+    cls = table.get(api_key)
+    if cls is None:
+        raise UnsupportedVersionError(f"unknown API key {api_key}")
+    if api_version is not None and not cls.MIN_VERSION <= api_version <= cls.MAX_VERSION:
+        raise UnsupportedVersionError(
+            f"{ApiKey(api_key).name} version {api_version} is not supported "
+            f"(supported: {cls.MIN_VERSION}..{cls.MAX_VERSION})")
+    return cls
+
+
+def request_class_for(api_key: int, api_version: int | None = None) -> type[Request]:
+    """The request class; UnsupportedVersionError for an unknown key or a version out of range."""
+    return _class_for(REQUESTS, api_key, api_version)
+
+
+def response_class_for(api_key: int, api_version: int | None = None) -> type[Response]:
+    """The response class; UnsupportedVersionError for an unknown key or a version out of range."""
+    return _class_for(RESPONSES, api_key, api_version)
+
+
+def supported_versions() -> list[ApiVersionRange]:
+    """What an ApiVersions response lists, sorted by API key."""
+    return [ApiVersionRange(int(k), cls.MIN_VERSION, cls.MAX_VERSION)
+            for k, cls in sorted(REQUESTS.items())]

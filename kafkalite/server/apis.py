@@ -1,0 +1,251 @@
+"""KafkaApis: one handler method per API key, returning a response or a Deferred of one.
+
+Data-path requests (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch) go to the ReplicaManager;
+controller requests (LeaderAndIsr, UpdateMetadata, StopReplica) are checked against the controller
+epoch first; admin requests (CreateTopics, DeleteTopics) write ZooKeeper's admin paths, as Kafka's
+tools did, and answer once the controller has acted (or the request's timeout passes).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from twisted.internet import defer
+
+from kafkalite import errors
+from kafkalite.controller.assignment import assign_replicas, validate_assignment
+from kafkalite.errors import KafkaError, code_of
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.server.purgatory import DelayedOperation, Purgatory
+from kafkalite.topics import validate_topic_name
+
+log = logging.getLogger(__name__)
+
+
+class _DelayedMetadataCondition(DelayedOperation):
+    """Completes when ``predicate()`` holds (checked on every UpdateMetadata) or on timeout."""
+
+    def __init__(self, timeout_ms, predicate, on_done):
+        super().__init__(timeout_ms)
+        self.predicate = predicate
+        self.on_done = on_done
+
+    def try_complete(self) -> bool:
+        return self.predicate()
+
+    def on_complete(self, timed_out: bool):
+        return self.on_done(timed_out)
+
+
+class KafkaApis:
+    def __init__(self, broker):
+        self.broker = broker
+        self.config = broker.config
+        self.replica_manager = broker.replica_manager
+        self.metadata = broker.metadata_cache
+        self.metadata_waiters = Purgatory("metadata", broker.reactor)
+        self.connections = set()
+        self._handlers = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.METADATA: self.handle_metadata,
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self.handle_fetch,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+            ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
+            ApiKey.UPDATE_METADATA: self.handle_update_metadata,
+            ApiKey.STOP_REPLICA: self.handle_stop_replica,
+            ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+        }
+
+    # --- connection bookkeeping (for metrics and clean shutdown) ---------------------------------
+    def connection_opened(self, protocol) -> None:
+        self.connections.add(protocol)
+
+    def connection_closed(self, protocol) -> None:
+        self.connections.discard(protocol)
+
+    def handle(self, header, request, protocol):
+        handler = self._handlers.get(header.api_key)
+        if handler is None:
+            raise errors.UnsupportedVersionError(f"api key {header.api_key} is not served")
+        return handler(request)
+
+    # --- simple ones ----------------------------------------------------------------------------
+    def handle_api_versions(self, request: m.ApiVersionsRequest):
+        return m.ApiVersionsResponse(api_versions=[
+            m.ApiVersionRange(key, low, high) for key, low, high in m.supported_versions()
+            if ApiKey(key) in self._handlers])
+
+    def handle_produce(self, request: m.ProduceRequest):
+        return self.replica_manager.append_records(request)
+
+    def handle_fetch(self, request: m.FetchRequest):
+        return self.replica_manager.fetch(request)
+
+    def handle_list_offsets(self, request: m.ListOffsetsRequest):
+        return self.replica_manager.list_offsets(request)
+
+    def handle_offset_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest):
+        return self.replica_manager.offsets_for_leader_epoch(request)
+
+    # --- controller requests --------------------------------------------------------------------
+    def handle_leader_and_isr(self, request: m.LeaderAndIsrRequest):
+        return self.broker.apply_leader_and_isr(request)
+
+    def handle_update_metadata(self, request: m.UpdateMetadataRequest):
+        if request.controller_epoch < self.metadata.controller_epoch:
+            return request.error_response(
+                errors.StaleControllerEpochError.code,
+                f"controller epoch {request.controller_epoch} is older than "
+                f"{self.metadata.controller_epoch}")
+        self.replica_manager.check_controller_epoch(request.controller_epoch)
+        deleted = self.metadata.update(request)
+        if deleted:
+            log.info("topics deleted: %s", ", ".join(deleted))
+        self.metadata_waiters.check("metadata")
+        return m.UpdateMetadataResponse()
+
+    def handle_stop_replica(self, request: m.StopReplicaRequest):
+        return self.replica_manager.stop_replicas(request)
+
+    def handle_controlled_shutdown(self, request: m.ControlledShutdownRequest):
+        controller = self.broker.controller
+        if controller is None or not controller.is_active:
+            raise errors.NotControllerError(
+                f"broker {self.broker.broker_id} is not the controller "
+                f"(the controller is {self.metadata.controller_id})")
+        return controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    # --- metadata -------------------------------------------------------------------------------
+    def handle_metadata(self, request: m.MetadataRequest):
+        if request.topics is None:
+            names = self.metadata.topics()
+        else:
+            names = request.topics
+        topics = []
+        to_create = []
+        for name in names:
+            try:
+                validate_topic_name(name)
+            except KafkaError as exc:
+                topics.append(m.MetadataTopic(code_of(exc), name, []))
+                continue
+            if self.metadata.contains(name):
+                topics.append(self.metadata.topic_metadata(name))
+            elif request.allow_auto_topic_creation and self.config.auto_create_topics_enable:
+                to_create.append(name)
+                topics.append(m.MetadataTopic(errors.LeaderNotAvailableError.code, name, []))
+            else:
+                topics.append(m.MetadataTopic(errors.UnknownTopicOrPartitionError.code, name, []))
+        for name in to_create:
+            self._auto_create(name)
+        return m.MetadataResponse(brokers=self.metadata.broker_list(),
+                                  cluster_id=self.broker.cluster_id,
+                                  controller_id=self.metadata.controller_id, topics=topics)
+
+    def _auto_create(self, name: str) -> None:
+        live = sorted(self.metadata.brokers)
+        if not live:
+            return
+        rf = min(self.config.default_replication_factor, len(live))
+        try:
+            assignment = assign_replicas(self.config.num_partitions, rf, live)
+        except KafkaError as exc:
+            log.warning("cannot auto-create topic %s: %s", name, exc)
+            return
+        log.info("auto-creating topic %s with %d partition(s), replication factor %d", name,
+                 self.config.num_partitions, rf)
+        d = self.broker.tzk.create_topic(name, assignment, {})
+        d.addErrback(lambda f: f.trap(errors.TopicAlreadyExistsError) and None)
+        d.addErrback(lambda f: log.warning("auto-create of %s failed: %s", name, f.value))
+
+    def _wait_for_metadata(self, timeout_ms: int, predicate, on_done) -> defer.Deferred:
+        operation = _DelayedMetadataCondition(timeout_ms, predicate, on_done)
+        return self.metadata_waiters.try_complete_else_watch(operation, ["metadata"])
+
+    # --- admin ----------------------------------------------------------------------------------
+    @defer.inlineCallbacks
+    def handle_create_topics(self, request: m.CreateTopicsRequest):
+        results: dict[str, tuple[int, str | None]] = {}
+        created = []
+        live = set(self.metadata.brokers)
+        for topic in request.topics:
+            try:
+                validate_topic_name(topic.name)
+                if topic.name in results:
+                    raise errors.InvalidRequestError(f"topic {topic.name} is listed twice")
+                if self.metadata.contains(topic.name):
+                    raise errors.TopicAlreadyExistsError(f"topic '{topic.name}' already exists")
+                overrides = {k: v for k, v in topic.configs.items() if v is not None}
+                self.broker.topic_defaults.with_overrides(overrides)  # validates the values
+                if topic.assignments:
+                    assignment = {int(p): list(r) for p, r in topic.assignments.items()}
+                    validate_assignment(assignment, live)
+                else:
+                    partitions = (topic.num_partitions if topic.num_partitions > 0
+                                  else self.config.num_partitions)
+                    rf = (topic.replication_factor if topic.replication_factor > 0
+                          else self.config.default_replication_factor)
+                    assignment = assign_replicas(partitions, rf, sorted(live))
+                if not request.validate_only:
+                    yield self.broker.tzk.create_topic(topic.name, assignment, overrides)
+                    created.append(topic.name)
+                results[topic.name] = (0, None)
+            except KafkaError as exc:
+                results[topic.name] = (code_of(exc), exc.message)
+        if created and request.timeout_ms > 0:
+            def ready():
+                return all(self.metadata.all_leaders_known(name) for name in created)
+
+            def done(timed_out):
+                for name in created:
+                    if not self.metadata.all_leaders_known(name):
+                        results[name] = (errors.RequestTimedOutError.code,
+                                         f"topic {name} was created but its leaders were not "
+                                         f"elected within {request.timeout_ms} ms")
+            yield self._wait_for_metadata(request.timeout_ms, ready, done)
+        return m.CreateTopicsResponse(topics=[
+            m.CreatableTopicResult(name, code, message)
+            for name, (code, message) in results.items()])
+
+    @defer.inlineCallbacks
+    def handle_delete_topics(self, request: m.DeleteTopicsRequest):
+        results: dict[str, tuple[int, str | None]] = {}
+        marked = []
+        for name in request.topic_names:
+            try:
+                validate_topic_name(name)
+                if not self.config.delete_topic_enable:
+                    raise errors.TopicDeletionDisabledError(
+                        "topic deletion is disabled: set delete.topic.enable=true on the brokers")
+                if not self.metadata.contains(name):
+                    raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+                yield self.broker.tzk.mark_topic_for_deletion(name)
+                marked.append(name)
+                results[name] = (0, None)
+            except KafkaError as exc:
+                results[name] = (code_of(exc), exc.message)
+        if marked and request.timeout_ms > 0:
+            def gone():
+                return not any(self.metadata.contains(name) for name in marked)
+
+            def done(timed_out):
+                for name in marked:
+                    if self.metadata.contains(name):
+                        results[name] = (errors.RequestTimedOutError.code,
+                                         f"topic {name} is marked for deletion; the controller "
+                                         f"did not finish within {request.timeout_ms} ms")
+            yield self._wait_for_metadata(request.timeout_ms, gone, done)
+        return m.DeleteTopicsResponse(responses=[
+            m.DeletableTopicResult(name, code, message)
+            for name, (code, message) in results.items()])
+
+    def handle_init_producer_id(self, request: m.InitProducerIdRequest):
+        d = self.broker.allocate_producer_id()
+        d.addCallback(lambda pid: m.InitProducerIdResponse(producer_id=pid, producer_epoch=0))
+        return d

@@ -1,0 +1,335 @@
+"""BrokerService: one kafkalite broker, started in Kafka's order.
+
+    ZooKeeper session -> logs (recovery) -> replica manager -> listener bound ->
+    /brokers/ids/<id> registered (ephemeral) -> controller election -> serving
+
+Shutdown (SIGTERM) runs the other way: a controlled shutdown first moves leadership away, then the
+listener closes, the controller resigns, the ZooKeeper session closes (the ephemeral registration
+goes with it) and the logs are flushed, checkpointed and marked clean.
+
+After a ZooKeeper session expiry the broker registers again and stands for controller again; the
+controller side steps down as soon as the session is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from twisted.application import service
+from twisted.internet import defer, task
+
+import zk_schema
+from zk_schema.brokers import BrokerRegistration, format_endpoint
+
+from kafkalite import errors
+from kafkalite.config import BrokerConfig
+from kafkalite.controller.controller import Controller
+from kafkalite.log.manager import LogManager
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.channel import BrokerChannel
+from kafkalite.server.apis import KafkaApis
+from kafkalite.server.metadata_cache import MetadataCache
+from kafkalite.server.network import BrokerFactory
+from kafkalite.server.replica_fetcher import ReplicaFetcherManager
+from kafkalite.server.replica_manager import ReplicaManager
+from kafkalite.zk import ZkClient, ZkState
+from kafkalite.zk.errors import ZkNodeExistsError
+from kafkalite.zk.twisted_bridge import TwistedZk
+
+log = logging.getLogger(__name__)
+
+ISR_NOTIFICATION_INTERVAL_S = 2.5  # Kafka batches ISR change notifications this often
+
+
+class BrokerService(service.MultiService):
+    def __init__(self, config: BrokerConfig, reactor=None):
+        super().__init__()
+        if reactor is None:
+            from twisted.internet import reactor as global_reactor  # only at the top level
+            reactor = global_reactor
+        self.config = config
+        self.reactor = reactor
+        self.broker_id = config.broker_id
+        self.cluster_id: str | None = None
+        self.broker_epoch = -1
+        self.port: int | None = None
+        self.zk: ZkClient | None = None
+        self.tzk: TwistedZk | None = None
+        self.topic_defaults = config.topic_defaults()
+        self.log_manager = LogManager.from_broker_config(config, reactor, self.clock_ms)
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, reactor, self.clock_ms,
+            topic_config=self.log_manager.config_for,
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            isr_change_callback=self._write_isr_change,
+            become_follower_callback=self._become_follower,
+            stop_follower_callback=self._stop_following)
+        self.fetchers = ReplicaFetcherManager(self)
+        self.apis = KafkaApis(self)
+        self.controller: Controller | None = None
+        self._listening_port = None
+        self._loops: list[task.LoopingCall] = []
+        self._pending_isr_notifications: set = set()
+        self._registered = False
+        self._session_lost = False
+        self._stopping = False
+        self.ready: defer.Deferred = defer.Deferred()
+        self._producer_ids: list[int] = []
+        self._configured_topics: set[str] = set()
+
+    def clock_ms(self) -> int:
+        return int(self.reactor.seconds() * 1000)
+
+    # --- startup --------------------------------------------------------------------------------
+    def startService(self):
+        super().startService()
+        d = defer.ensureDeferred(self._startup())
+        d.addCallbacks(lambda _: self.ready.callback(self), self._startup_failed)
+        return d
+
+    def _startup_failed(self, failure):
+        log.error("broker %d failed to start: %s", self.broker_id, failure.getErrorMessage())
+        if not self.ready.called:
+            self.ready.errback(failure)
+
+    async def _startup(self):
+        config = self.config
+        log.info("broker %d starting: zookeeper.connect=%s, log.dirs=%s", self.broker_id,
+                 config.zookeeper_connect, ",".join(config.data_dirs))
+        self.zk = ZkClient(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
+                           reactor=self.reactor,
+                           connection_timeout_s=config.zk_connection_timeout_ms / 1000.0)
+        self.tzk = TwistedZk(self.zk, self.reactor)
+        await self.tzk.run(self.zk.start)
+        self.zk.add_state_listener(self._on_zk_state)
+        await self.tzk.ensure_persistent_paths()
+        self.cluster_id = await self.tzk.get_or_create_cluster_id()
+        # logs: recovery happens here, before anything is served
+        self.log_manager.startService()
+        self.replica_manager.start()
+        self._bind_listener()
+        await self._register()
+        self.controller = Controller(self.broker_id, self.zk, self.tzk, self.reactor, config)
+        self.controller.start()
+        self._loop(self._checkpoint_high_watermarks,
+                   config.replica_high_watermark_checkpoint_interval_ms / 1000.0)
+        self._loop(self._flush_isr_notifications, ISR_NOTIFICATION_INTERVAL_S)
+        self.zk.watch_children(zk_schema.CONFIG_CHANGES_PATH, self._on_config_change)
+        log.info("broker %d started: listening on port %d, cluster id %s", self.broker_id,
+                 self.port, self.cluster_id)
+
+    def _bind_listener(self) -> None:
+        listener = self.config.listener_list[0]
+        factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes)
+        self._listening_port = self.reactor.listenTCP(listener.port, factory,
+                                                      interface=listener.host or "0.0.0.0")
+        self.port = self._listening_port.getHost().port
+
+    def registration(self) -> BrokerRegistration:
+        advertised = self.config.advertised_listener_list
+        endpoints = []
+        for item in advertised:
+            host = item.host or "127.0.0.1"
+            port = item.port or self.port
+            endpoints.append(format_endpoint(item.name, host, port))
+        first = advertised[0]
+        return BrokerRegistration(
+            broker_id=self.broker_id, host=first.host or "127.0.0.1",
+            port=first.port or self.port, endpoints=tuple(endpoints), rack=self.config.broker_rack,
+            timestamp_ms=int(time.time() * 1000),
+            listener_security_protocol_map={item.name: "PLAINTEXT" for item in advertised})
+
+    async def _register(self):
+        """Create /brokers/ids/<id>; wait while a previous session's node is still there."""
+        deadline = self.reactor.seconds() + (self.config.zookeeper_session_timeout_ms / 1000.0
+                                             + 10.0)
+        warned = False
+        while True:
+            try:
+                self.broker_epoch = await self.tzk.register_broker(self.registration())
+                self._registered = True
+                log.info("broker %d registered at /brokers/ids/%d (broker epoch %d)",
+                         self.broker_id, self.broker_id, self.broker_epoch)
+                return
+            except ZkNodeExistsError:
+                if self.reactor.seconds() > deadline:
+                    raise errors.ConfigError(
+                        f"broker.id {self.broker_id} is registered by another live broker "
+                        f"(/brokers/ids/{self.broker_id}); give this broker another broker.id")
+                if not warned:
+                    log.warning("/brokers/ids/%d exists (a previous session of this broker?); "
+                                "waiting for it to expire", self.broker_id)
+                    warned = True
+                await task.deferLater(self.reactor, 0.25, lambda: None)
+
+    def _loop(self, fn, interval_s: float) -> None:
+        loop = task.LoopingCall(fn)
+        loop.clock = self.reactor
+        loop.start(interval_s, now=False).addErrback(
+            lambda f: log.error("periodic task %s failed: %s", fn.__name__, f.getErrorMessage()))
+        self._loops.append(loop)
+
+    # --- ZooKeeper session ----------------------------------------------------------------------
+    def _on_zk_state(self, state: ZkState) -> None:
+        if self._stopping:
+            return
+        if state == ZkState.LOST:
+            log.warning("broker %d: ZooKeeper session expired", self.broker_id)
+            self._session_lost = True
+            self._registered = False
+            if self.controller is not None:
+                self.controller.session_lost()
+        elif state == ZkState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            log.info("broker %d: new ZooKeeper session; registering again", self.broker_id)
+            d = defer.ensureDeferred(self._register())
+            d.addCallback(lambda _: self.controller and self.controller.session_reestablished())
+            d.addErrback(lambda f: log.error("re-registration failed: %s", f.getErrorMessage()))
+
+    # --- controller requests --------------------------------------------------------------------
+    def apply_leader_and_isr(self, request: m.LeaderAndIsrRequest):
+        topics = {s.topic for s in request.partition_states}
+        unknown = [t for t in topics if t not in self._configured_topics]
+        if not unknown:
+            return self.replica_manager.become_leader_or_follower(request)
+        d = defer.gatherResults([self._load_topic_config(t) for t in unknown],
+                                consumeErrors=True)
+        d.addCallback(lambda _: self.replica_manager.become_leader_or_follower(request))
+        return d
+
+    @defer.inlineCallbacks
+    def _load_topic_config(self, topic: str):
+        overrides = yield self.tzk.get_topic_config(topic)
+        try:
+            config = self.topic_defaults.with_overrides(overrides)
+        except errors.ConfigError as exc:
+            log.error("topic %s has a bad config override (%s); using the defaults", topic, exc)
+            config = self.topic_defaults
+        self.log_manager.update_config(topic, config)
+        self._configured_topics.add(topic)
+
+    def _on_config_change(self, children) -> None:
+        for topic in {tp[0] for tp in self.replica_manager.partitions}:
+            self._load_topic_config(topic).addErrback(
+                lambda f: log.warning("config reload failed: %s", f.getErrorMessage()))
+
+    # --- replication hooks ------------------------------------------------------------------------
+    def _become_follower(self, partitions, live_leaders) -> None:
+        self.fetchers.add_partitions(partitions, live_leaders)
+
+    def _stop_following(self, tps) -> None:
+        self.fetchers.remove_partitions(tps)
+
+    def _write_isr_change(self, partition, new_isr) -> None:
+        """The leader changes the ISR: a conditional write of the partition's state znode."""
+        state = zk_schema.PartitionState(partition.leader_id, partition.leader_epoch,
+                                         partition.controller_epoch, tuple(new_isr))
+        tp = partition.tp
+        expected = partition.zk_version
+        d = self.tzk.set_partition_state(tp[0], tp[1], state, expected)
+
+        def written(new_version):
+            current = self.replica_manager.partitions.get(tp)
+            if current is not partition or not partition.is_leader:
+                return
+            log.info("%s-%d: ISR now %s", tp[0], tp[1], list(new_isr))
+            self.replica_manager.isr_changed(partition, list(new_isr), new_version)
+            self._pending_isr_notifications.add(tp)
+
+        def failed(failure):
+            log.info("%s-%d: ISR update to %s not written (%s); the controller's view wins",
+                     tp[0], tp[1], list(new_isr), failure.getErrorMessage())
+        d.addCallbacks(written, failed)
+
+    def _flush_isr_notifications(self):
+        if not self._pending_isr_notifications or self.tzk is None:
+            return
+        tps, self._pending_isr_notifications = sorted(self._pending_isr_notifications), set()
+        return self.tzk.create_isr_change_notification(tps).addErrback(
+            lambda f: log.warning("ISR change notification failed: %s", f.getErrorMessage()))
+
+    def _checkpoint_high_watermarks(self) -> None:
+        self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
+
+    def allocate_producer_id(self) -> defer.Deferred:
+        if self._producer_ids:
+            return defer.succeed(self._producer_ids.pop(0))
+
+        def claimed(block):
+            self._producer_ids = list(range(block.block_start, block.block_end + 1))
+            return self._producer_ids.pop(0)
+        return self.tzk.claim_producer_id_block(self.broker_id).addCallback(claimed)
+
+    # --- shutdown -------------------------------------------------------------------------------
+    def stopService(self):
+        return defer.ensureDeferred(self._shutdown())
+
+    async def _shutdown(self):
+        if self._stopping:
+            return
+        self._stopping = True
+        log.info("broker %d shutting down", self.broker_id)
+        if self.config.controlled_shutdown_enable and self._registered:
+            try:
+                await self._controlled_shutdown()
+            except Exception as exc:  # noqa: BLE001 - an unclean stop is still a stop
+                log.warning("controlled shutdown failed: %s; stopping anyway", exc)
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        if self._listening_port is not None:
+            await self._listening_port.stopListening()
+        for connection in list(self.apis.connections):
+            connection.transport.abortConnection()
+        self.fetchers.shutdown()
+        self.replica_manager.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+        try:
+            self._checkpoint_high_watermarks()
+        except errors.KafkaError as exc:
+            log.warning("high watermark checkpoint at shutdown failed: %s", exc)
+        if self.zk is not None:
+            await self.tzk.run(self.zk.stop)
+        await defer.maybeDeferred(self.log_manager.stopService)
+        await super().stopService()
+        log.info("broker %d stopped cleanly", self.broker_id)
+
+    async def _controlled_shutdown(self):
+        """Ask the controller to move leadership away (Kafka's controlled shutdown)."""
+        led = [tp for tp, p in self.replica_manager.partitions.items()
+               if p.is_leader and len(p.replicas) > 1]
+        if not led:
+            return
+        for attempt in range(self.config.controlled_shutdown_max_retries + 1):
+            controller_id = self.metadata_cache.controller_id
+            try:
+                if self.controller is not None and self.controller.is_active:
+                    response = await self.controller.controlled_shutdown(self.broker_id,
+                                                                         self.broker_epoch)
+                else:
+                    endpoint = self.metadata_cache.brokers.get(controller_id)
+                    if endpoint is None:
+                        raise errors.NotControllerError("controller unknown")
+                    channel = BrokerChannel(self.reactor, endpoint.host, endpoint.port,
+                                            client_id=f"broker-{self.broker_id}",
+                                            request_timeout_s=10.0)
+                    try:
+                        response = await channel.request(m.ControlledShutdownRequest(
+                            broker_id=self.broker_id, broker_epoch=self.broker_epoch))
+                    finally:
+                        channel.close()
+                if response.error_code:
+                    raise errors.for_code(response.error_code, response.error_message)
+                if not response.remaining_partitions:
+                    log.info("controlled shutdown: leadership moved away")
+                    return
+                log.info("controlled shutdown: %d partition(s) still led here",
+                         len(response.remaining_partitions))
+            except errors.KafkaError as exc:
+                log.info("controlled shutdown attempt %d failed: %s", attempt + 1, exc)
+            await task.deferLater(self.reactor,
+                                  self.config.controlled_shutdown_retry_backoff_ms / 1000.0,
+                                  lambda: None)

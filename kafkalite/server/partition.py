@@ -1,0 +1,266 @@
+"""One topic-partition on this broker: its log, its role, its ISR and its high watermark.
+
+The leader tracks each follower's log end offset (learned from the follower's fetch offset) and the
+last time the follower was caught up. From those come the high watermark (the minimum LEO over the
+ISR: a record is committed once every in-sync replica has it), ISR expansion (a follower rejoins
+when it reaches the HW) and ISR shrinking (a follower that has not caught up for
+``replica.lag.time.max.ms`` leaves). Consumers read only below the high watermark.
+
+The decisions (``compute_high_watermark``, ``lagging_replicas``, ``can_rejoin_isr``) are pure
+functions so they can be tested table-style; this class only holds state and applies them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kafkalite.errors import (NotEnoughReplicasError, NotLeaderForPartitionError,
+                              FencedLeaderEpochError, UnknownLeaderEpochError)
+
+log = logging.getLogger(__name__)
+
+
+# --- pure ISR rules ---------------------------------------------------------------------------
+
+def compute_high_watermark(leader_leo: int, isr, follower_leos: dict[int, int],
+                           leader_id: int) -> int:
+    """HW = the smallest log end offset over the in-sync replicas."""
+    hw = leader_leo
+    for broker in isr:
+        if broker != leader_id:
+            hw = min(hw, follower_leos.get(broker, 0))
+    return hw
+
+
+def lagging_replicas(isr, leader_id: int, last_caught_up_ms: dict[int, int], now_ms: int,
+                     max_lag_ms: int) -> set[int]:
+    """Followers in the ISR that have not caught up to the leader's LEO for max_lag_ms."""
+    return {b for b in isr if b != leader_id
+            and now_ms - last_caught_up_ms.get(b, now_ms) > max_lag_ms}
+
+
+def can_rejoin_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int) -> bool:
+    """An out-of-sync follower rejoins once it has everything up to the HW of this epoch."""
+    return follower_leo >= high_watermark and follower_leo >= leader_epoch_start
+
+
+@dataclass
+class FollowerState:
+    log_end_offset: int = 0
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+
+
+@dataclass
+class PartitionState:
+    """The controller's view of a partition, as sent in LeaderAndIsr."""
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    replicas: list[int]
+    zk_version: int = 0
+    controller_epoch: int = 0
+
+
+class Partition:
+    def __init__(self, topic: str, partition: int, broker_id: int, log, clock_ms,
+                 replica_lag_time_max_ms: int = 30000):
+        self.topic = topic
+        self.partition = partition
+        self.broker_id = broker_id
+        self.log = log
+        self._clock_ms = clock_ms
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.controller_epoch = -1
+        self.zk_version = 0
+        self.isr: list[int] = []
+        self.replicas: list[int] = []
+        self.high_watermark = 0
+        self.leader_epoch_start_offset = 0
+        self.followers: dict[int, FollowerState] = {}
+        # (epoch, start offset) pairs, as Kafka's leader-epoch-checkpoint, newest last
+        self.epoch_starts: list[tuple[int, int]] = []
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    # --- role changes (from the controller's LeaderAndIsr) ------------------------------------
+    def make_leader(self, state: PartitionState, high_watermark_checkpoint: int | None = None
+                    ) -> bool:
+        """Become leader; returns True when this is a change of leadership for this broker."""
+        was_leader = self.is_leader
+        now = self._clock_ms()
+        self._apply(state)
+        if state.leader_epoch > (self.epoch_starts[-1][0] if self.epoch_starts else -1):
+            self.epoch_starts.append((state.leader_epoch, self.log_end_offset))
+        self.leader_epoch_start_offset = self.log_end_offset
+        self.followers = {b: FollowerState(0, now if b in state.isr else 0, 0)
+                          for b in state.replicas if b != self.broker_id}
+        if high_watermark_checkpoint is not None:
+            self.high_watermark = min(max(self.high_watermark, high_watermark_checkpoint),
+                                      self.log_end_offset)
+        self.maybe_advance_high_watermark()
+        return not was_leader
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Become a follower of ``state.leader``; True when the leader changed."""
+        changed = self.leader_id != state.leader or self.leader_epoch != state.leader_epoch
+        self._apply(state)
+        self.followers = {}
+        if state.leader_epoch > (self.epoch_starts[-1][0] if self.epoch_starts else -1):
+            self.epoch_starts.append((state.leader_epoch, self.log_end_offset))
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        return changed
+
+    def _apply(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.isr = list(state.isr)
+        self.replicas = list(state.replicas)
+        self.zk_version = state.zk_version
+        self.controller_epoch = state.controller_epoch
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Reject requests that name a different leader epoch than ours (KIP-320)."""
+        if current_leader_epoch < 0:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"{self.topic}-{self.partition}: request epoch {current_leader_epoch} < "
+                f"leader epoch {self.leader_epoch}")
+        if current_leader_epoch > self.leader_epoch:
+            raise UnknownLeaderEpochError(
+                f"{self.topic}-{self.partition}: request epoch {current_leader_epoch} > "
+                f"leader epoch {self.leader_epoch}")
+
+    def require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderForPartitionError(
+                f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition} "
+                f"(leader is {self.leader_id})")
+
+    # --- leader side --------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes, required_acks: int, min_insync_replicas: int):
+        self.require_leader()
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition}: ISR {self.isr} has {len(self.isr)} member(s), "
+                f"min.insync.replicas is {min_insync_replicas}")
+        info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
+        self.maybe_advance_high_watermark()
+        return info
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+        """Record a follower's fetch position. Returns True if the ISR should expand."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return False
+        now = self._clock_ms()
+        follower.log_end_offset = fetch_offset
+        follower.last_fetch_ms = now
+        if fetch_offset >= self.log_end_offset:
+            follower.last_caught_up_ms = now
+        return (replica_id not in self.isr and replica_id in self.replicas
+                and can_rejoin_isr(fetch_offset, self.high_watermark,
+                                   self.leader_epoch_start_offset))
+
+    def maybe_advance_high_watermark(self) -> bool:
+        if not self.is_leader:
+            return False
+        leos = {b: f.log_end_offset for b, f in self.followers.items()}
+        new_hw = compute_high_watermark(self.log_end_offset, self.isr, leos, self.broker_id)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+            return True
+        return False
+
+    def out_of_sync_replicas(self) -> set[int]:
+        last = {b: f.last_caught_up_ms for b, f in self.followers.items()}
+        return lagging_replicas(self.isr, self.broker_id, last, self._clock_ms(),
+                                self.replica_lag_time_max_ms)
+
+    def enough_replicas_for(self, required_offset: int, min_insync_replicas: int):
+        """For acks=all: (done, error). Done once the HW reaches ``required_offset``."""
+        if not self.is_leader:
+            return True, NotLeaderForPartitionError(
+                f"leadership of {self.topic}-{self.partition} moved while waiting for acks")
+        if self.high_watermark >= required_offset:
+            if len(self.isr) < min_insync_replicas:
+                from kafkalite.errors import NotEnoughReplicasAfterAppendError
+                return True, NotEnoughReplicasAfterAppendError(
+                    f"{self.topic}-{self.partition}: ISR shrank to {self.isr}")
+            return True, None
+        return False, None
+
+    # --- follower side ------------------------------------------------------------------------
+    def append_as_follower(self, records: bytes, leader_high_watermark: int):
+        if records:
+            self.log.append(records, assign_offsets=False)
+        self.high_watermark = min(leader_high_watermark, self.log_end_offset)
+
+    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch: the start offset of the first epoch
+        after ``requested_epoch``, or the LEO if it is the latest (KIP-101/279)."""
+        if not self.epoch_starts:
+            return (-1, -1)
+        if requested_epoch >= self.epoch_starts[-1][0]:
+            return (self.epoch_starts[-1][0], self.log_end_offset)
+        chosen = None
+        for index, (epoch, _start) in enumerate(self.epoch_starts):
+            if epoch <= requested_epoch:
+                chosen = index
+        if chosen is None:
+            return (-1, -1)
+        next_start = self.epoch_starts[chosen + 1][1]
+        return (self.epoch_starts[chosen][0], next_start)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.log_end_offset:
+            log.info("%s-%d: truncating from %d to %d", self.topic, self.partition,
+                     self.log_end_offset, offset)
+            self.log.truncate_to(offset)
+            self.epoch_starts = [(e, s) for e, s in self.epoch_starts if s <= offset]
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+
+
+def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024) -> list[tuple[int, int]]:
+    """Rebuild the (leader epoch, start offset) list from the batches' partition_leader_epoch
+    fields (Kafka keeps a leader-epoch-checkpoint file; the batches carry the same facts)."""
+    from kafkalite.record.header import iter_headers
+
+    starts: list[tuple[int, int]] = []
+    offset = log_.log_start_offset
+    end = log_.log_end_offset
+    while offset < end:
+        data = log_.read(offset, chunk_bytes).records
+        if not data:
+            break
+        last = None
+        try:
+            for _pos, header in iter_headers(data, verify_crc=False):
+                last = header
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and (not starts or epoch > starts[-1][0]):
+                    starts.append((epoch, header.base_offset))
+        except Exception:  # noqa: BLE001 - a partial trailing batch ends this chunk
+            pass
+        if last is None:
+            break
+        offset = last.next_offset
+    return starts

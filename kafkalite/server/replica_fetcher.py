@@ -1,0 +1,213 @@
+"""Followers pull from leaders: one fetcher per source broker (Kafka's ReplicaFetcherThread).
+
+A partition that becomes a follower first truncates: it asks the leader for the end offset of its
+own latest leader epoch (OffsetForLeaderEpoch) and cuts its log there, so a replica that held
+records the new leader never had throws exactly those away (KIP-101/279), never blindly to its HW.
+Then it fetches from its log end offset with ``replica_id`` set, appends what comes back as is
+(offsets already assigned), and takes the leader's high watermark. The fetch offset itself is how
+the leader learns this follower's LEO, which moves the HW and the ISR.
+
+Network failures back off ``replica.fetch.backoff.ms`` and reconnect.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from twisted.internet import defer, task
+
+from kafkalite import errors
+from kafkalite.errors import KafkaError
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.channel import BrokerChannel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _FetchState:
+    partition: object          # server.partition.Partition
+    truncating: bool = True
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: "ReplicaFetcherManager", leader_id: int, host: str, port: int):
+        self.manager = manager
+        self.broker = manager.broker
+        self.leader_id = leader_id
+        self.host, self.port = host, port
+        config = self.broker.config
+        self.channel = BrokerChannel(self.broker.reactor, host, port,
+                                     client_id=f"replica-fetcher-{self.broker.broker_id}",
+                                     request_timeout_s=config.replica_socket_timeout_ms / 1000.0,
+                                     max_frame_bytes=config.socket_request_max_bytes)
+        self.partitions: dict[tuple[str, int], _FetchState] = {}
+        self.running = False
+        self.stopped = False
+
+    def add(self, partition) -> None:
+        self.partitions[partition.tp] = _FetchState(partition)
+        if not self.running and not self.stopped:
+            self.running = True
+            self._run().addErrback(lambda f: log.error("fetcher to %d died: %s", self.leader_id,
+                                                       f.getTraceback()))
+
+    def remove(self, tp) -> None:
+        self.partitions.pop(tp, None)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.partitions.clear()
+        self.channel.close()
+
+    def _sleep(self, seconds: float) -> defer.Deferred:
+        return task.deferLater(self.broker.reactor, seconds, lambda: None)
+
+    @defer.inlineCallbacks
+    def _run(self):
+        backoff = self.broker.config.replica_fetch_backoff_ms / 1000.0
+        try:
+            while self.partitions and not self.stopped:
+                try:
+                    if any(s.truncating for s in self.partitions.values()):
+                        yield self._truncate()
+                    yield self._fetch_once()
+                except (errors.NetworkError, errors.RequestTimedOutError) as exc:
+                    if self.stopped:
+                        break
+                    log.info("replica fetch from broker %d (%s:%d) failed: %s; retrying in %.1f s",
+                             self.leader_id, self.host, self.port, exc, backoff)
+                    self.channel.reset()
+                    yield self._sleep(backoff)
+                except KafkaError as exc:
+                    log.warning("replica fetch from broker %d: %s", self.leader_id, exc)
+                    yield self._sleep(backoff)
+        finally:
+            self.running = False
+
+    @defer.inlineCallbacks
+    def _truncate(self):
+        states = {tp: s for tp, s in self.partitions.items() if s.truncating}
+        topics: dict[str, list] = {}
+        for (topic, pid), state in states.items():
+            partition = state.partition
+            latest_epoch = partition.epoch_starts[-1][0] if partition.epoch_starts else -1
+            topics.setdefault(topic, []).append(m.OffsetForLeaderEpochPartition(
+                pid, partition.leader_epoch, latest_epoch))
+        request = m.OffsetForLeaderEpochRequest(
+            replica_id=self.broker.broker_id,
+            topics=[m.OffsetForLeaderEpochTopic(t, parts) for t, parts in topics.items()])
+        response = yield self.channel.request(request)
+        for topic in response.topics:
+            for p in topic.partitions:
+                tp = (topic.topic, p.partition)
+                state = self.partitions.get(tp)
+                if state is None or tp not in states:
+                    continue
+                partition = state.partition
+                if p.error_code:
+                    self._partition_error(tp, p.error_code, "OffsetForLeaderEpoch")
+                    continue
+                if p.end_offset < 0:
+                    # the leader knows no epoch of ours: fall back to the high watermark
+                    target = partition.high_watermark
+                else:
+                    _epoch, own_end = partition.end_offset_for_epoch(p.leader_epoch)
+                    target = min(p.end_offset, own_end if own_end >= 0 else p.end_offset)
+                partition.truncate_to(min(target, partition.log_end_offset))
+                state.truncating = False
+
+    @defer.inlineCallbacks
+    def _fetch_once(self):
+        config = self.broker.config
+        topics: dict[str, list] = {}
+        for (topic, pid), state in self.partitions.items():
+            if state.truncating:
+                continue
+            partition = state.partition
+            topics.setdefault(topic, []).append(m.FetchPartition(
+                pid, partition.log_end_offset, config.replica_fetch_max_bytes,
+                partition.leader_epoch, partition.log_start_offset))
+        if not topics:
+            return
+        request = m.FetchRequest(
+            replica_id=self.broker.broker_id, max_wait_ms=config.replica_fetch_wait_max_ms,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_bytes=config.replica_fetch_response_max_bytes,
+            topics=[m.FetchTopic(t, parts) for t, parts in topics.items()])
+        response = yield self.channel.request(
+            request, timeout_s=config.replica_socket_timeout_ms / 1000.0
+            + config.replica_fetch_wait_max_ms / 1000.0)
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = (topic.topic, p.partition)
+                state = self.partitions.get(tp)
+                if state is None or state.truncating:
+                    continue
+                if p.error_code:
+                    self._partition_error(tp, p.error_code, "Fetch", p)
+                    continue
+                try:
+                    state.partition.append_as_follower(p.records, p.high_watermark)
+                except KafkaError as exc:
+                    log.warning("%s-%d: follower append failed (%s); truncating again", tp[0],
+                                tp[1], exc)
+                    state.truncating = True
+                    continue
+                self.broker.replica_manager.fetch_purgatory.check(tp)
+
+    def _partition_error(self, tp, code: int, what: str, response=None) -> None:
+        error = errors.for_code(code)
+        state = self.partitions.get(tp)
+        if isinstance(error, errors.OffsetOutOfRangeError) and response is not None \
+                and state is not None:
+            partition = state.partition
+            if partition.log_end_offset < response.log_start_offset:
+                log.info("%s-%d: behind the leader's log start %d; starting there", tp[0], tp[1],
+                         response.log_start_offset)
+                partition.log.truncate_fully_and_start_at(response.log_start_offset)
+            else:
+                state.truncating = True
+            return
+        if isinstance(error, (errors.UnknownLeaderEpochError,)):
+            return  # the leader has not heard of the new epoch yet: retry
+        log.info("%s-%d: %s from leader %d: %s; waiting for the controller", tp[0], tp[1], what,
+                 self.leader_id, error)
+        self.partitions.pop(tp, None)
+
+
+class ReplicaFetcherManager:
+    def __init__(self, broker):
+        self.broker = broker
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def add_partitions(self, partitions, live_leaders: dict[int, tuple[str, int]]) -> None:
+        for partition in partitions:
+            self.remove_partitions([partition.tp])
+            leader = partition.leader_id
+            if leader < 0 or leader == self.broker.broker_id:
+                continue
+            endpoint = live_leaders.get(leader)
+            if endpoint is None:
+                cached = self.broker.metadata_cache.brokers.get(leader)
+                endpoint = (cached.host, cached.port) if cached else None
+            if endpoint is None:
+                log.warning("%s-%d: leader %d has no known address", *partition.tp, leader)
+                continue
+            fetcher = self.fetchers.get(leader)
+            if fetcher is None or (fetcher.host, fetcher.port) != tuple(endpoint):
+                if fetcher is not None:
+                    fetcher.stop()
+                fetcher = self.fetchers[leader] = ReplicaFetcher(self, leader, *endpoint)
+            fetcher.add(partition)
+
+    def remove_partitions(self, tps) -> None:
+        for fetcher in self.fetchers.values():
+            for tp in tps:
+                fetcher.remove(tp)
+
+    def shutdown(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()

@@ -1,0 +1,422 @@
+"""The ReplicaManager: every partition this broker hosts, and the produce/fetch paths over them.
+
+It applies the controller's LeaderAndIsr and StopReplica, appends produced batches on leaders,
+answers consumer and follower fetches (long poll through the fetch purgatory), holds acks=all
+produces in the produce purgatory until the ISR has the records, and shrinks or expands ISRs.
+All on the reactor thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from twisted.internet import defer, task
+
+from kafkalite import errors
+from kafkalite.errors import (KafkaError, NotLeaderForPartitionError, StaleControllerEpochError,
+                              UnknownTopicOrPartitionError, code_of)
+from kafkalite.protocol import messages as m
+from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
+from kafkalite.server.purgatory import DelayedOperation, Purgatory
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+def _error_text(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, KafkaError) else f"{type(exc).__name__}: {exc}"
+
+
+class DelayedProduce(DelayedOperation):
+    """acks=all: wait until the HW of every written partition passes the appended records."""
+
+    def __init__(self, timeout_ms, manager: "ReplicaManager", pending: dict, results: dict):
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.pending = pending      # tp -> required offset (last offset + 1)
+        self.results = results      # topic -> {partition: ProducePartitionResponse}
+
+    def try_complete(self) -> bool:
+        for tp, required in list(self.pending.items()):
+            partition = self.manager.partitions.get(tp)
+            if partition is None:
+                self._fail(tp, NotLeaderForPartitionError(f"{tp[0]}-{tp[1]} was removed"))
+                continue
+            done, error = partition.enough_replicas_for(
+                required, self.manager.topic_config(tp[0]).min_insync_replicas)
+            if done:
+                if error is not None:
+                    self._fail(tp, error)
+                del self.pending[tp]
+        return not self.pending
+
+    def _fail(self, tp, error) -> None:
+        self.results[tp[0]][tp[1]] = m.ProducePartitionResponse(
+            error_code=code_of(error), error_message=_error_text(error))
+        self.pending.pop(tp, None)
+
+    def on_complete(self, timed_out: bool):
+        for tp in list(self.pending):
+            self._fail(tp, errors.RequestTimedOutError(
+                f"{tp[0]}-{tp[1]}: the in-sync replicas did not acknowledge within the "
+                "request timeout"))
+        return m.ProduceResponse(responses=self.results)
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch that waits for min_bytes of new data or max_wait_ms."""
+
+    def __init__(self, timeout_ms, manager: "ReplicaManager", request: m.FetchRequest,
+                 bytes_so_far: int):
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.request = request
+        self.watermarks = self._positions()
+        self.bytes_so_far = bytes_so_far
+
+    def _positions(self):
+        positions = {}
+        for topic in self.request.topics:
+            for p in topic.partitions:
+                partition = self.manager.partitions.get((topic.topic, p.partition))
+                if partition is not None:
+                    positions[(topic.topic, p.partition)] = self._limit(partition)
+        return positions
+
+    def _limit(self, partition: Partition) -> int:
+        if self.request.replica_id >= 0:
+            return partition.log_end_offset
+        return partition.high_watermark
+
+    def try_complete(self) -> bool:
+        grown = 0
+        for tp, before in self.watermarks.items():
+            partition = self.manager.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                return True  # answer now with the error
+            now = self._limit(partition)
+            if now < before:
+                return True  # truncated: let the fetcher see it
+            if now > before:
+                grown += 1
+        if not grown:
+            return False
+        # estimate: any growth in a min_bytes=1 fetch completes; otherwise re-read sizes
+        if self.request.min_bytes <= 1:
+            return True
+        response, size = self.manager.read_fetch(self.request)
+        return size >= self.request.min_bytes
+
+    def on_complete(self, timed_out: bool):
+        return self.manager.read_fetch(self.request)[0]
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager, reactor, clock_ms: Callable[[], int],
+                 topic_config, replica_lag_time_max_ms: int = 30000,
+                 isr_change_callback=None, become_follower_callback=None,
+                 stop_follower_callback=None):
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.reactor = reactor
+        self.clock_ms = clock_ms
+        self.topic_config = topic_config          # topic -> TopicConfig
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.controller_epoch = -1
+        self.produce_purgatory = Purgatory("produce", reactor)
+        self.fetch_purgatory = Purgatory("fetch", reactor)
+        # hooks for the replication layer: ISR writes to ZooKeeper, fetcher management
+        self.isr_change_callback = isr_change_callback
+        self.become_follower_callback = become_follower_callback
+        self.stop_follower_callback = stop_follower_callback
+        self._isr_check = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._isr_check = task.LoopingCall(self.maybe_shrink_isr)
+        self._isr_check.clock = self.reactor
+        self._isr_check.start(max(self.replica_lag_time_max_ms / 2000.0, 0.1), now=False)
+
+    def stop(self) -> None:
+        if self._isr_check is not None and self._isr_check.running:
+            self._isr_check.stop()
+        self.produce_purgatory.complete_all()
+        self.fetch_purgatory.complete_all()
+
+    def _partition_or_raise(self, topic: str, partition: int) -> Partition:
+        found = self.partitions.get((topic, partition))
+        if found is None:
+            raise UnknownTopicOrPartitionError(
+                f"broker {self.broker_id} does not host {topic}-{partition}")
+        return found
+
+    def leader_partition(self, topic: str, partition: int) -> Partition:
+        found = self._partition_or_raise(topic, partition)
+        found.require_leader()
+        return found
+
+    # --- controller requests --------------------------------------------------------------------
+    def check_controller_epoch(self, controller_epoch: int) -> None:
+        if controller_epoch < self.controller_epoch:
+            raise StaleControllerEpochError(
+                f"controller epoch {controller_epoch} is older than {self.controller_epoch} "
+                "seen before: the request comes from a deposed controller")
+        self.controller_epoch = controller_epoch
+
+    def become_leader_or_follower(self, request: m.LeaderAndIsrRequest) -> m.LeaderAndIsrResponse:
+        try:
+            self.check_controller_epoch(request.controller_epoch)
+        except StaleControllerEpochError as exc:
+            return request.error_response(code_of(exc), exc.message)
+        partition_errors = []
+        new_followers = []
+        for state in request.partition_states:
+            tp = (state.topic, state.partition)
+            if self.broker_id not in state.replicas:
+                continue
+            try:
+                partition = self.partitions.get(tp)
+                if partition is not None and state.leader_epoch < partition.leader_epoch:
+                    raise StaleControllerEpochError(
+                        f"{tp[0]}-{tp[1]}: leader epoch {state.leader_epoch} is older than "
+                        f"the current {partition.leader_epoch}")
+                if partition is None:
+                    partition = self._create_partition(state.topic, state.partition)
+                new_state = PartitionState(state.leader, state.leader_epoch, list(state.isr),
+                                           list(state.replicas), state.zk_version,
+                                           state.controller_epoch)
+                if state.leader == self.broker_id:
+                    partition.make_leader(new_state)
+                    if self.stop_follower_callback:
+                        self.stop_follower_callback([tp])
+                    log.info("%s-%d: leader at epoch %d, ISR %s, LEO %d, HW %d", tp[0], tp[1],
+                             state.leader_epoch, state.isr, partition.log_end_offset,
+                             partition.high_watermark)
+                else:
+                    partition.make_follower(new_state)
+                    new_followers.append(partition)
+                    log.info("%s-%d: follower of %d at epoch %d", tp[0], tp[1], state.leader,
+                             state.leader_epoch)
+                # waiting requests must re-check: leadership may have moved
+                self.produce_purgatory.check(tp)
+                self.fetch_purgatory.check(tp)
+                partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
+            except Exception as exc:  # noqa: BLE001 - reported per partition
+                log.exception("LeaderAndIsr for %s-%d failed", tp[0], tp[1])
+                partition_errors.append(m.PartitionError(tp[0], tp[1], code_of(exc)))
+        if new_followers and self.become_follower_callback:
+            live = {b.broker_id: (b.host, b.port) for b in request.live_leaders}
+            self.become_follower_callback(new_followers, live)
+        return m.LeaderAndIsrResponse(partition_errors=partition_errors)
+
+    def _create_partition(self, topic: str, partition: int) -> Partition:
+        log_ = self.log_manager.get_or_create_log(topic, partition, self.topic_config(topic))
+        created = Partition(topic, partition, self.broker_id, log_, self.clock_ms,
+                            self.replica_lag_time_max_ms)
+        created.high_watermark = min(self.log_manager.high_watermark_checkpoint(topic, partition),
+                                     log_.log_end_offset)
+        created.epoch_starts = epoch_starts_from_log(log_)
+        self.partitions[(topic, partition)] = created
+        return created
+
+    def stop_replicas(self, request: m.StopReplicaRequest) -> m.StopReplicaResponse:
+        try:
+            self.check_controller_epoch(request.controller_epoch)
+        except StaleControllerEpochError as exc:
+            return request.error_response(code_of(exc), exc.message)
+        results = []
+        tps = [(tp.topic, tp.partition) for tp in request.partitions]
+        if self.stop_follower_callback:
+            self.stop_follower_callback(tps)
+        for tp in tps:
+            try:
+                partition = self.partitions.pop(tp, None)
+                self.produce_purgatory.complete_all(tp)
+                self.fetch_purgatory.complete_all(tp)
+                if request.delete_partitions:
+                    self.log_manager.delete_log(tp[0], tp[1])
+                elif partition is not None:
+                    partition.log.flush()
+                results.append(m.PartitionError(tp[0], tp[1], 0))
+            except Exception as exc:  # noqa: BLE001
+                log.exception("StopReplica of %s-%d failed", tp[0], tp[1])
+                results.append(m.PartitionError(tp[0], tp[1], code_of(exc)))
+        return m.StopReplicaResponse(partition_errors=results)
+
+    # --- produce --------------------------------------------------------------------------------
+    def append_records(self, request: m.ProduceRequest):
+        """Returns a ProduceResponse, or a Deferred firing with one for acks=all."""
+        acks = request.acks
+        if acks not in (0, 1, -1):
+            return request.error_response(errors.InvalidRequiredAcksError.code,
+                                          f"acks={acks}: must be 0, 1 or -1 (all)")
+        results: dict[str, dict[int, m.ProducePartitionResponse]] = {}
+        pending: dict[tuple[str, int], int] = {}
+        for topic, partitions in request.topic_data.items():
+            topic_results = results.setdefault(topic, {})
+            for partition_id, records in partitions.items():
+                tp = (topic, partition_id)
+                try:
+                    partition = self._partition_or_raise(topic, partition_id)
+                    config = self.topic_config(topic)
+                    info = partition.append_as_leader(records, acks, config.min_insync_replicas)
+                    topic_results[partition_id] = m.ProducePartitionResponse(
+                        error_code=0, base_offset=info.first_offset,
+                        log_append_time=info.log_append_time,
+                        log_start_offset=partition.log_start_offset)
+                    if acks == -1:
+                        pending[tp] = info.last_offset + 1
+                    self.fetch_purgatory.check(tp)
+                except Exception as exc:  # noqa: BLE001 - answered per partition
+                    if not isinstance(exc, KafkaError):
+                        log.exception("append to %s-%d failed", topic, partition_id)
+                    topic_results[partition_id] = m.ProducePartitionResponse(
+                        error_code=code_of(exc), error_message=_error_text(exc))
+        if not pending:
+            return m.ProduceResponse(responses=results)
+        operation = DelayedProduce(request.timeout_ms, self, pending, results)
+        return self.produce_purgatory.try_complete_else_watch(operation, list(pending))
+
+    # --- fetch ----------------------------------------------------------------------------------
+    def fetch(self, request: m.FetchRequest):
+        """Returns a FetchResponse, or a Deferred firing with one after a long poll."""
+        if request.replica_id >= 0:
+            self._record_follower_positions(request)
+        response, size = self.read_fetch(request)
+        has_error = any(p.error_code for t in response.responses for p in t.partitions)
+        if (request.max_wait_ms <= 0 or size >= request.min_bytes or has_error
+                or not request.topics):
+            return response
+        operation = DelayedFetch(request.max_wait_ms, self, request, size)
+        keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
+        return self.fetch_purgatory.try_complete_else_watch(operation, keys)
+
+    def read_fetch(self, request: m.FetchRequest) -> tuple[m.FetchResponse, int]:
+        is_follower = request.replica_id >= 0
+        remaining = request.max_bytes
+        total = 0
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                try:
+                    partition = self._partition_or_raise(topic.topic, p.partition)
+                    partition.require_leader()
+                    partition.check_leader_epoch(p.current_leader_epoch)
+                    limit = partition.log_end_offset if is_follower else partition.high_watermark
+                    if p.fetch_offset > limit and not is_follower and \
+                            p.fetch_offset <= partition.log_end_offset:
+                        records = b""  # ahead of the HW but inside the log: nothing visible yet
+                    else:
+                        max_bytes = min(p.partition_max_bytes, remaining) if total else \
+                            p.partition_max_bytes
+                        records = partition.log.read(p.fetch_offset, max(max_bytes, 1),
+                                                     max_offset=limit).records
+                    total += len(records)
+                    remaining = max(remaining - len(records), 0)
+                    parts.append(m.FetchPartitionResponse(
+                        p.partition, 0, partition.high_watermark, partition.high_watermark,
+                        partition.log_start_offset, records))
+                except Exception as exc:  # noqa: BLE001 - answered per partition
+                    if not isinstance(exc, KafkaError):
+                        log.exception("fetch from %s-%d failed", topic.topic, p.partition)
+                    parts.append(m.FetchPartitionResponse(p.partition, code_of(exc)))
+            topics.append(m.FetchTopicResponse(topic.topic, parts))
+        return m.FetchResponse(responses=topics), total
+
+    def _record_follower_positions(self, request: m.FetchRequest) -> None:
+        for topic in request.topics:
+            for p in topic.partitions:
+                partition = self.partitions.get((topic.topic, p.partition))
+                if partition is None or not partition.is_leader:
+                    continue
+                should_expand = partition.update_follower_fetch(request.replica_id,
+                                                                p.fetch_offset)
+                if should_expand:
+                    self._change_isr(partition, sorted(set(partition.isr) |
+                                                       {request.replica_id}))
+                if partition.maybe_advance_high_watermark():
+                    self._high_watermark_moved(partition)
+
+    def _high_watermark_moved(self, partition: Partition) -> None:
+        self.produce_purgatory.check(partition.tp)
+        self.fetch_purgatory.check(partition.tp)
+
+    # --- ISR ------------------------------------------------------------------------------------
+    def maybe_shrink_isr(self) -> None:
+        for partition in list(self.partitions.values()):
+            if not partition.is_leader:
+                continue
+            lagging = partition.out_of_sync_replicas()
+            if lagging:
+                log.info("%s-%d: shrinking ISR, %s out of sync for more than %d ms",
+                         partition.topic, partition.partition, sorted(lagging),
+                         self.replica_lag_time_max_ms)
+                self._change_isr(partition, [b for b in partition.isr if b not in lagging])
+
+    def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        if self.isr_change_callback is None:
+            return
+        self.isr_change_callback(partition, new_isr)
+
+    def isr_changed(self, partition: Partition, new_isr: list[int], zk_version: int) -> None:
+        """The ISR write to ZooKeeper succeeded: apply it."""
+        partition.isr = list(new_isr)
+        partition.zk_version = zk_version
+        if partition.maybe_advance_high_watermark():
+            self._high_watermark_moved(partition)
+        else:
+            self.produce_purgatory.check(partition.tp)
+
+    # --- offsets --------------------------------------------------------------------------------
+    def list_offsets(self, request: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                try:
+                    partition = self.leader_partition(topic.topic, p.partition)
+                    partition.check_leader_epoch(p.current_leader_epoch)
+                    visible = partition.high_watermark if request.replica_id < 0 \
+                        else partition.log_end_offset
+                    if p.timestamp == EARLIEST_TIMESTAMP:
+                        offset, ts = partition.log_start_offset, -1
+                    elif p.timestamp == LATEST_TIMESTAMP:
+                        offset, ts = visible, -1
+                    else:
+                        found = partition.log.find_offset_by_timestamp(p.timestamp)
+                        if found is None or found[0] >= visible:
+                            offset, ts = -1, -1
+                        else:
+                            offset, ts = found
+                    parts.append(m.ListOffsetsPartitionResponse(
+                        p.partition, 0, ts, offset, partition.leader_epoch))
+                except Exception as exc:  # noqa: BLE001
+                    parts.append(m.ListOffsetsPartitionResponse(p.partition, code_of(exc)))
+            topics.append(m.ListOffsetsTopicResponse(topic.topic, parts))
+        return m.ListOffsetsResponse(topics=topics)
+
+    def offsets_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest
+                                 ) -> m.OffsetForLeaderEpochResponse:
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                try:
+                    partition = self.leader_partition(topic.topic, p.partition)
+                    partition.check_leader_epoch(p.current_leader_epoch)
+                    epoch, end = partition.end_offset_for_epoch(p.leader_epoch)
+                    parts.append(m.OffsetForLeaderEpochPartitionResponse(
+                        p.partition, 0, epoch, end))
+                except Exception as exc:  # noqa: BLE001
+                    parts.append(m.OffsetForLeaderEpochPartitionResponse(
+                        p.partition, code_of(exc)))
+            topics.append(m.OffsetForLeaderEpochTopicResponse(topic.topic, parts))
+        return m.OffsetForLeaderEpochResponse(topics=topics)
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        return {tp: p.high_watermark for tp, p in self.partitions.items()}

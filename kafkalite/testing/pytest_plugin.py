@@ -1,0 +1,120 @@
+"""kafkalite's pytest plugin (entry point ``pytest11: kafkalite``): a real ZooKeeper for tests.
+
+Fixtures:
+
+- ``zookeeper`` (session): a running ZooKeeper — ``KAFKALITE_ZOOKEEPER=host:port`` if set, else a
+  Docker container when an engine and a local ``zookeeper`` image exist, else the local install.
+  It has ``connect_string``, ``log_tail(n)``, ``describe()``.
+- ``zk_chroot``: a fresh chroot path per test (created), e.g. ``"/kl-test_x-1a2b3c4d5e6f"``.
+- ``zk_connect``: the connect string with that chroot, e.g. ``"127.0.0.1:40123/kl-test_x-1a2b…"``.
+- ``zk_client``: a started :class:`kafkalite.zk.ZkClient` on ``zk_connect`` (stopped afterwards).
+- ``zk_expire``: ``zk_expire(client, wait_s=10.0) -> bool`` expires a ZkClient's session.
+
+When a test that used ZooKeeper fails, its report carries the tail of the ZooKeeper log.
+
+This module loads in every pytest run of an environment where kafkalite is installed, so it
+imports nothing heavy at import time (kazoo and the launcher are imported inside the fixtures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import pytest
+
+_ZK_FIXTURES = ("zookeeper", "zk_chroot", "zk_connect", "zk_client", "zk_expire")
+_state: dict[str, Any] = {"server": None, "failures": 0}
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real ZooKeeper for the whole test session."""
+    from kafkalite.testing.zookeeper import start_zookeeper
+
+    server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
+    _state["server"] = server
+    try:
+        yield server
+    finally:
+        server.stop()  # the work directory (and its log) stays under pytest's basetemp
+
+
+@pytest.fixture(scope="session")
+def _kafkalite_zk_admin(zookeeper: Any) -> Iterator[Any]:
+    """A session-wide client without chroot, used to create and drop the tests' chroots."""
+    from kafkalite.zk import ZkClient
+
+    client = ZkClient(zookeeper.connect_string, session_timeout_ms=30_000).start()
+    try:
+        yield client
+    finally:
+        client.stop()
+
+
+@pytest.fixture
+def zk_chroot(request: pytest.FixtureRequest, _kafkalite_zk_admin: Any) -> Iterator[str]:
+    """A fresh chroot for this test, created; removed afterwards when the test passed."""
+    from kafkalite.testing.zookeeper import unique_chroot
+
+    chroot = unique_chroot(f"kl-{request.node.name}")
+    _kafkalite_zk_admin.ensure_path(chroot)
+    yield chroot
+    report = getattr(request.node, "_kafkalite_report_call", None)
+    if report is not None and report.passed:
+        with contextlib.suppress(Exception):  # best effort: live sessions may still add nodes
+            _kafkalite_zk_admin.delete(chroot, recursive=True)
+
+
+@pytest.fixture
+def zk_connect(zookeeper: Any, zk_chroot: str) -> str:
+    """Connect string of the session's ZooKeeper with this test's chroot."""
+    return f"{zookeeper.connect_string}{zk_chroot}"
+
+
+@pytest.fixture
+def zk_client(zk_connect: str) -> Iterator[Any]:
+    """A started kafkalite ZkClient on this test's chroot (short session timeout: 6 s)."""
+    from kafkalite.zk import ZkClient
+
+    client = ZkClient(zk_connect, session_timeout_ms=6000).start()
+    try:
+        yield client
+    finally:
+        client.stop()
+
+
+@pytest.fixture
+def zk_expire(zookeeper: Any) -> Callable[..., bool]:
+    """``zk_expire(client, wait_s=10.0)``: expire the client's ZooKeeper session (its ephemeral
+    znodes are gone on return) and wait until the client noticed; returns whether it did."""
+    from kafkalite.testing.zookeeper import expire_session
+
+    def expire(client: Any, wait_s: float = 10.0) -> bool:
+        return expire_session(client, zookeeper.connect_string, wait_s=wait_s)
+
+    return expire
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    setattr(item, f"_kafkalite_report_{report.when}", report)
+    server = _state["server"]
+    if report.failed and server is not None and any(
+            name in getattr(item, "fixturenames", ()) for name in _ZK_FIXTURES):
+        _state["failures"] += 1
+        with contextlib.suppress(Exception):
+            tail = server.log_tail(40)
+            if tail:
+                where = getattr(server, "log_path", None) or server.describe()
+                report.sections.append((f"ZooKeeper log tail ({where})", tail))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    server = _state["server"]
+    if server is None:
+        return
+    if _state["failures"] or terminalreporter.verbosity > 0:
+        terminalreporter.write_line(f"kafkalite: tests used {server.describe()}")

@@ -1,0 +1,311 @@
+"""The real-ZooKeeper launcher (kafkalite.testing.zookeeper) and the pytest plugin's fixtures."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from kafkalite.testing import zookeeper as zkl
+from kafkalite.testing.ports import free_port, port_is_open
+from kafkalite.testing.zookeeper import (
+    ExternalZooKeeper, ZooKeeperEnsemble, ZooKeeperNotFoundError, ZooKeeperServer,
+    ZooKeeperStartError, expire_session, find_zookeeper_install, start_zookeeper, unique_chroot,
+)
+from kafkalite.zk import ZkClient, ZkState
+from zk_schema import BrokerRegistration, broker_path
+
+pytestmark = pytest.mark.integration
+
+
+def wait_until(predicate, timeout=15.0, interval=0.02, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class StateLog:
+    """Collects a ZkClient's session states (callbacks arrive on kazoo's thread)."""
+
+    def __init__(self, client: ZkClient):
+        self.states: list[ZkState] = []
+        self._lock = threading.Lock()
+        client.add_state_listener(self._on)
+
+    def _on(self, state: ZkState) -> None:
+        with self._lock:
+            self.states.append(state)
+
+    def saw(self, *states: ZkState) -> bool:
+        with self._lock:
+            it = iter(self.states)
+            return all(any(s == want for s in it) for want in states)  # in this order
+
+
+# --------------------------------------------------------------------------- fixtures/plugin
+
+def test_session_server_accepts_clients(zookeeper):
+    client = ZkClient(zookeeper.connect_string, session_timeout_ms=6000).start()
+    try:
+        assert client.connected
+        path = unique_chroot("launcher-smoke")
+        client.create(path, b"hello")
+        assert client.get_data(path) == (b"hello", 0)
+        client.delete(path)
+    finally:
+        client.stop()
+    if isinstance(zookeeper, ZooKeeperServer):
+        assert zookeeper.four_letter_word("ruok") == "imok"
+        assert zookeeper.running and os.path.exists(zookeeper.log_path)
+
+
+def test_zk_connect_carries_a_created_chroot(zookeeper, zk_chroot, zk_connect):
+    assert zk_chroot.startswith("/kl-test_zk_connect_carries")
+    assert zk_connect == zookeeper.connect_string + zk_chroot
+    admin = ZkClient(zookeeper.connect_string).start()
+    try:
+        assert admin.exists(zk_chroot)
+    finally:
+        admin.stop()
+
+
+def test_chroot_isolation(zookeeper, zk_connect, zk_chroot):
+    other_chroot = unique_chroot("kl-other")
+    a = ZkClient(zk_connect).start()
+    b = ZkClient(zookeeper.connect_string + other_chroot).start()  # chroot created at start
+    root = ZkClient(zookeeper.connect_string).start()
+    try:
+        a.ensure_persistent_paths()
+        a.create("/only-in-a", b"a")
+        b.create("/only-in-b", b"b")
+        assert a.exists("/only-in-a") and not a.exists("/only-in-b")
+        assert b.exists("/only-in-b") and not b.exists("/only-in-a")
+        assert "only-in-a" in a.get_children("/") and "brokers" in a.get_children("/")
+        assert b.get_children("/") == ["only-in-b"]
+        assert root.get_data(f"{zk_chroot}/only-in-a")[0] == b"a"
+        assert root.get_data(f"{other_chroot}/only-in-b")[0] == b"b"
+        root.delete(other_chroot, recursive=True)
+    finally:
+        for c in (a, b, root):
+            c.stop()
+
+
+def test_unique_chroot():
+    names = {unique_chroot("kl-test_x[param/1]") for _ in range(100)}
+    assert len(names) == 100
+    for name in names:
+        assert name.startswith("/kl-test_x-param-1-")
+        assert "/" not in name[1:] and "[" not in name
+
+
+def test_zk_expire_drops_the_broker_registration(zk_connect, zk_client, zk_expire):
+    """A session expired through the helper loses its ephemeral broker registration."""
+    zk_client.ensure_persistent_paths()
+    broker = ZkClient(zk_connect, session_timeout_ms=6000).start()
+    states = StateLog(broker)
+    try:
+        broker.register_broker(BrokerRegistration.plaintext(1, "localhost", 9092))
+        assert zk_client.get_broker_ids() == [1]
+        old_session = broker.session_id
+        assert zk_expire(broker) is True
+        wait_until(lambda: zk_client.get_broker_ids() == [], what="broker 1 to vanish")
+        wait_until(lambda: states.saw(ZkState.LOST, ZkState.CONNECTED), what="LOST, CONNECTED")
+        assert broker.session_id != old_session
+        broker.register_broker(BrokerRegistration.plaintext(1, "localhost", 9092))  # again
+        assert zk_client.get_broker_ids() == [1]
+    finally:
+        broker.stop()
+    wait_until(lambda: zk_client.get_broker_ids() == [], what="clean close to drop broker 1")
+
+
+def test_expire_session_with_a_bare_session_pair(zookeeper, zk_connect, zk_client):
+    other = ZkClient(zk_connect, session_timeout_ms=6000).start()
+    try:
+        other.create("/eph", b"", ephemeral=True)
+        assert expire_session(other.session_id_and_password(), zookeeper.connect_string)
+        assert not zk_client.exists("/eph")
+    finally:
+        other.stop()
+
+
+# ------------------------------------------------------------------------ standalone launcher
+
+def test_kill_and_restart_keep_port_and_data(tmp_path):
+    server = ZooKeeperServer(tmp_path / "zk")
+    server.start()
+    client = ZkClient(server.connect_string + "/app", session_timeout_ms=20_000,
+                      connection_timeout_s=20).start()
+    states = StateLog(client)
+    try:
+        client.create("/persisted", b"data")
+        port, pid = server.port, server.pid
+        server.kill()
+        assert not server.running
+        wait_until(lambda: not port_is_open("127.0.0.1", port), what="port to close")
+        wait_until(lambda: states.saw(ZkState.SUSPENDED), what="client to notice")
+        server.restart()
+        assert server.running and server.port == port and server.pid != pid
+        wait_until(lambda: states.saw(ZkState.SUSPENDED, ZkState.CONNECTED),
+                   what="client to reconnect")
+        assert client.get_data("/persisted") == (b"data", 0)
+        assert "killed with SIGKILL" in server.log_tail(200)
+        # graceful stop, then start again, the same way
+        server.stop()
+        server.stop()  # idempotent
+        assert not server.running
+        server.start()
+        wait_until(lambda: client.connected, what="client to reconnect after stop/start")
+        assert client.get_data("/persisted") == (b"data", 0)
+    finally:
+        client.stop()
+        server.stop()
+    assert os.path.exists(server.log_path)  # the log stays for inspection
+
+
+def test_context_manager_cleans_up_its_own_workdir():
+    with ZooKeeperServer() as server:
+        workdir, pid = server.workdir, server.pid
+        assert port_is_open("127.0.0.1", server.port)
+        assert server.connect_string == f"127.0.0.1:{server.port}"
+    assert not server.running
+    assert not os.path.exists(workdir)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_start_failure_says_why_with_the_log_tail(tmp_path):
+    server = ZooKeeperServer(tmp_path, extra_config={"tickTime": "not-a-number"})
+    with pytest.raises(ZooKeeperStartError) as err:
+        server.start(timeout_s=30)
+    message = str(err.value)
+    assert "exited" in message and str(server.log_path) in message
+    assert "not-a-number" in message or "tickTime" in message  # the JVM's own complaint
+
+
+def test_port_taken_fails_fast(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(ZooKeeperStartError, match="taken"):
+            ZooKeeperServer(tmp_path, port=port).start()
+        assert time.monotonic() - started < 5
+
+
+def test_config_allows_short_sessions(tmp_path):
+    server = ZooKeeperServer(tmp_path, port=free_port())
+    text = open(server.config_path).read()
+    for line in ("clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
+                 "admin.enableServer=false", "tickTime=500", "minSessionTimeout=1000",
+                 f"clientPort={server.port}", f"dataDir={server.data_dir}"):
+        assert line in text.splitlines()
+
+
+def test_missing_install_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZOOKEEPER_HOME", str(tmp_path))
+    with pytest.raises(ZooKeeperNotFoundError, match="apt-get install zookeeper"):
+        find_zookeeper_install()
+    monkeypatch.delenv("ZOOKEEPER_HOME")
+    monkeypatch.setattr(zkl, "DEBIAN_JAR", str(tmp_path / "nope.jar"))
+    monkeypatch.setattr(zkl, "KNOWN_HOMES", ())
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ZooKeeperNotFoundError) as err:
+        find_zookeeper_install()
+    assert "apt-get install zookeeper" in str(err.value)
+    assert "ZOOKEEPER_HOME" in str(err.value) and "KAFKALITE_ZOOKEEPER" in str(err.value)
+
+
+def test_zookeeper_home_layout(monkeypatch, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "zookeeper-3.8.4.jar").write_bytes(b"")
+    (lib / "zookeeper-jute-3.8.4.jar").write_bytes(b"")
+    monkeypatch.setenv("ZOOKEEPER_HOME", str(tmp_path))
+    install = find_zookeeper_install()
+    assert install.location == str(tmp_path)
+    assert str(lib / "zookeeper-3.8.4.jar") in install.classpath
+
+
+def test_start_zookeeper_falls_back_to_the_local_install(monkeypatch, caplog, tmp_path):
+    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
+    monkeypatch.setenv("KAFKALITE_ZOOKEEPER_DOCKER", "1")
+    image, reason = zkl.docker_zookeeper_image()
+    if image is not None:
+        pytest.skip("a Docker engine with a zookeeper image is available here")
+    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
+        server = start_zookeeper(tmp_path)
+    try:
+        assert isinstance(server, ZooKeeperServer) and server.running
+        lines = [r.getMessage() for r in caplog.records
+                 if "using the local ZooKeeper install at" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].startswith(reason)
+    finally:
+        server.stop()
+
+
+def test_external_server_from_env(monkeypatch, zookeeper):
+    monkeypatch.setenv("KAFKALITE_ZOOKEEPER", zookeeper.connect_string)
+    server = start_zookeeper()
+    assert isinstance(server, ExternalZooKeeper)
+    assert server.connect_string == zookeeper.connect_string
+    server.stop()  # must not touch the real one
+    with ZkClient(zookeeper.connect_string) as client:
+        assert client.exists("/zookeeper")
+
+
+def test_external_server_must_answer(monkeypatch):
+    monkeypatch.setenv("KAFKALITE_ZOOKEEPER", f"127.0.0.1:{free_port()}")
+    with pytest.raises(ZooKeeperStartError, match="no ZooKeeper answers"):
+        start_zookeeper()
+
+
+# --------------------------------------------------------------------------------- ensemble
+
+def test_ensemble_survives_losing_one_node(tmp_path):
+    ensemble = ZooKeeperEnsemble(3, tmp_path)
+    ensemble.start()
+    client = ZkClient(ensemble.connect_string + "/ens", session_timeout_ms=10_000,
+                      connection_timeout_s=30).start()
+    try:
+        assert sorted(ensemble.mode(i) for i in range(3)) == ["follower", "follower", "leader"]
+        client.create("/before", b"1")
+        leader = ensemble.leader()
+        assert leader is not None
+        ensemble.kill(leader)
+        assert not ensemble.running(leader)
+
+        def write_after():
+            try:
+                client.create("/after", b"2")
+                return True
+            except Exception:  # noqa: BLE001 - the quorum is re-electing
+                return client.exists("/after") if client.connected else False
+
+        wait_until(write_after, timeout=60, interval=0.2, what="a write with 2 of 3 nodes")
+        survivors = [i for i in range(3) if i != leader]
+        wait_until(lambda: ensemble.leader() in survivors, timeout=30, what="a new leader")
+        for i in survivors:  # every surviving node serves the data
+            node = ZkClient(ensemble.node_connect_string(i) + "/ens").start()
+            try:
+                assert node.get_data("/before")[0] == b"1"
+                wait_until(lambda: node.exists("/after"), what=f"node {i} to see /after")
+            finally:
+                node.stop()
+        ensemble.start(leader)  # the killed node comes back and catches up
+        back = ZkClient(ensemble.node_connect_string(leader) + "/ens").start()
+        try:
+            wait_until(lambda: back.exists("/after"), what="the restarted node to catch up")
+        finally:
+            back.stop()
+    finally:
+        client.stop()
+        ensemble.stop()
+    assert not any(ensemble.running(i) for i in range(3))

@@ -1,0 +1,401 @@
+"""Message classes: registry, roundtrips, strict validation."""
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkalite import errors
+from kafkalite.protocol import (
+    REQUESTS,
+    RESPONSES,
+    ApiKey,
+    ApiVersionRange,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    FetchTopicResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+    ListOffsetsTopicResponse,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochPartitionResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochTopic,
+    OffsetForLeaderEpochTopicResponse,
+    PartitionError,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicPartition,
+    UpdateMetadataBroker,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_class_for,
+    response_class_for,
+    supported_versions,
+)
+
+FAST = settings(deadline=None, max_examples=60, derandomize=True)
+
+BATCH = b"\x93\x01\x02\x03" + bytes(range(256))   # looks like msgpack: must stay opaque bytes
+
+REQUEST_SAMPLES = [
+    ApiVersionsRequest(),
+    MetadataRequest(topics=None, allow_auto_topic_creation=False),
+    MetadataRequest(topics=["a", "b"]),
+    ProduceRequest(acks=-1, timeout_ms=1500, topic_data={"t": {0: BATCH, 7: b""}, "u": {}}),
+    ProduceRequest(transactional_id="tx", acks=0, topic_data={}),
+    FetchRequest(replica_id=2, max_wait_ms=100, min_bytes=10, max_bytes=1 << 20, isolation_level=1,
+                 topics=[FetchTopic("t", [FetchPartition(0, 2**40, 65536, 3, 10),
+                                          FetchPartition(1, 0, 1)])]),
+    ListOffsetsRequest(replica_id=-1, isolation_level=0,
+                       topics=[ListOffsetsTopic("t", [ListOffsetsPartition(0, -2),
+                                                      ListOffsetsPartition(1, 1_700_000_000_000, 4)])]),
+    LeaderAndIsrRequest(controller_id=1, controller_epoch=3, broker_epoch=2**35,
+                        partition_states=[LeaderAndIsrPartitionState("t", 0, 3, 2, 5, [2, 1], 9,
+                                                                     [1, 2], True)],
+                        live_leaders=[LeaderAndIsrLiveLeader(2, "h2", 9092)]),
+    StopReplicaRequest(controller_id=1, controller_epoch=3, broker_epoch=7, delete_partitions=True,
+                       partitions=[TopicPartition("t", 0), TopicPartition("x", 3)]),
+    UpdateMetadataRequest(controller_id=1, controller_epoch=3, broker_epoch=7,
+                          partition_states=[UpdateMetadataPartitionState("t", 0, 3, -1, 5, [], 9,
+                                                                         [1, 2], [1, 2])],
+                          live_brokers=[UpdateMetadataBroker(1, "h1", 9092, "rack-a"),
+                                        UpdateMetadataBroker(3, "h3", 9093)]),
+    ControlledShutdownRequest(broker_id=3, broker_epoch=99),
+    CreateTopicsRequest(topics=[CreatableTopic("t", 3, 2, {}, {"cleanup.policy": "compact",
+                                                               "x": None}),
+                                CreatableTopic("m", -1, -1, {0: [1, 2], 1: [2, 3]}, {})],
+                        timeout_ms=5000, validate_only=True),
+    DeleteTopicsRequest(topic_names=["a", "b"], timeout_ms=100),
+    InitProducerIdRequest(),
+    InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=1000),
+    OffsetForLeaderEpochRequest(replica_id=2, topics=[OffsetForLeaderEpochTopic(
+        "t", [OffsetForLeaderEpochPartition(0, 5, 4)])]),
+]
+
+RESPONSE_SAMPLES = [
+    ApiVersionsResponse(error_code=0, api_versions=supported_versions()),
+    ApiVersionsResponse(error_code=35, error_message="nope", api_versions=[ApiVersionRange(0, 0, 0)],
+                        throttle_time_ms=5),
+    MetadataResponse(brokers=[MetadataBroker(1, "h1", 9092, None), MetadataBroker(2, "h2", 9093, "r")],
+                     cluster_id="abc", controller_id=1,
+                     topics=[MetadataTopic(0, "t", [MetadataPartition(0, 0, 1, 4, [1, 2], [1], [2]),
+                                                    MetadataPartition(5, 1, -1, 4, [2], [], [2])]),
+                             MetadataTopic(3, "missing", [])]),
+    ProduceResponse(responses={"t": {0: ProducePartitionResponse(0, None, 100, -1, 0),
+                                     1: ProducePartitionResponse(6, "not leader")}},
+                    throttle_time_ms=1),
+    FetchResponse(throttle_time_ms=0, error_code=0, responses=[
+        FetchTopicResponse("t", [FetchPartitionResponse(0, 0, 10, 10, 0, BATCH),
+                                 FetchPartitionResponse(1, 1, -1, -1, -1, b"")])]),
+    ListOffsetsResponse(topics=[ListOffsetsTopicResponse("t", [
+        ListOffsetsPartitionResponse(0, 0, -1, 42, 3), ListOffsetsPartitionResponse(1, 3)])]),
+    LeaderAndIsrResponse(error_code=0, partition_errors=[PartitionError("t", 0, 0),
+                                                         PartitionError("t", 1, 11)]),
+    StopReplicaResponse(error_code=11, error_message="stale", partition_errors=[]),
+    UpdateMetadataResponse(error_code=0),
+    ControlledShutdownResponse(error_code=0, remaining_partitions=[TopicPartition("t", 1)]),
+    CreateTopicsResponse(topics=[CreatableTopicResult("t", 0), CreatableTopicResult("u", 36, "exists")]),
+    DeleteTopicsResponse(responses=[DeletableTopicResult("t", 0), DeletableTopicResult("x", 3, "?")]),
+    InitProducerIdResponse(error_code=0, producer_id=2**40, producer_epoch=3),
+    OffsetForLeaderEpochResponse(topics=[OffsetForLeaderEpochTopicResponse("t", [
+        OffsetForLeaderEpochPartitionResponse(0, 0, 4, 1234)])]),
+]
+
+
+def _id(obj):
+    return type(obj).__name__
+
+
+# --- registry --------------------------------------------------------------------------------
+
+
+def test_api_keys_are_kafkas_numbers():
+    expected = {"PRODUCE": 0, "FETCH": 1, "LIST_OFFSETS": 2, "METADATA": 3, "LEADER_AND_ISR": 4,
+                "STOP_REPLICA": 5, "UPDATE_METADATA": 6, "CONTROLLED_SHUTDOWN": 7,
+                "API_VERSIONS": 18, "CREATE_TOPICS": 19, "DELETE_TOPICS": 20,
+                "INIT_PRODUCER_ID": 22, "OFFSET_FOR_LEADER_EPOCH": 23}
+    assert {k.name: k.value for k in ApiKey} == expected
+    assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
+
+
+def test_registry_pairs_requests_with_responses():
+    assert set(REQUESTS) == set(RESPONSES) == {int(k) for k in ApiKey}
+    for key, req_cls in REQUESTS.items():
+        assert req_cls.API_KEY == key == response_class_for(key).API_KEY
+        assert request_class_for(key) is req_cls
+        assert req_cls.__name__.endswith("Request")
+        assert RESPONSES[key].__name__ == req_cls.__name__[:-len("Request")] + "Response"
+        assert (req_cls.MIN_VERSION, req_cls.MAX_VERSION) == (0, 0)
+
+
+def test_supported_versions():
+    versions = supported_versions()
+    assert [v.api_key for v in versions] == sorted(int(k) for k in ApiKey)
+    assert all(v.min_version == 0 and v.max_version == 0 for v in versions)
+    assert all(type(v.api_key) is int for v in versions)
+
+
+def test_unknown_key_or_version_is_unsupported():
+    with pytest.raises(errors.UnsupportedVersionError):
+        request_class_for(99)
+    with pytest.raises(errors.UnsupportedVersionError):
+        response_class_for(99)
+    with pytest.raises(errors.UnsupportedVersionError):
+        request_class_for(1, 1)
+    with pytest.raises(errors.UnsupportedVersionError):
+        response_class_for(3, -1)
+
+
+def test_samples_cover_every_class():
+    assert {type(r) for r in REQUEST_SAMPLES} == set(REQUESTS.values())
+    assert {type(r) for r in RESPONSE_SAMPLES} == set(RESPONSES.values())
+
+
+# --- roundtrips ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("req", REQUEST_SAMPLES, ids=_id)
+def test_request_roundtrip(req):
+    frame = encode_request(req, 0, 12345, "client-1")
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    header, decoded = decode_request(frame[4:])
+    assert header.api_key == req.API_KEY
+    assert (header.api_version, header.correlation_id, header.client_id) == (0, 12345, "client-1")
+    assert decoded == req
+    assert type(decoded).from_body(req.to_body()) == req     # without msgpack too
+
+
+@pytest.mark.parametrize("resp", RESPONSE_SAMPLES, ids=_id)
+def test_response_roundtrip(resp):
+    frame = encode_response(7, resp)
+    correlation_id, decoded = decode_response(frame[4:], resp.API_KEY)
+    assert correlation_id == 7
+    assert decoded == resp
+    assert type(decoded).from_body(resp.to_body()) == resp
+
+
+@pytest.mark.parametrize("req", REQUEST_SAMPLES, ids=_id)
+def test_error_response_matches_the_request(req):
+    resp = req.error_response(errors.NotControllerError.code, "go away")
+    assert type(resp) is response_class_for(req.API_KEY)
+    _, decoded = decode_response(encode_response(1, resp)[4:], req.API_KEY)
+    assert decoded == resp
+
+
+def test_error_response_fills_every_partition():
+    req = REQUEST_SAMPLES[3]     # produce
+    resp = req.error_response(6, "not leader")
+    assert resp.responses == {"t": {0: ProducePartitionResponse(6, "not leader"),
+                                    7: ProducePartitionResponse(6, "not leader")}, "u": {}}
+    fetch = next(r for r in REQUEST_SAMPLES if isinstance(r, FetchRequest))
+    fresp = fetch.error_response(3)
+    assert [(p.partition, p.error_code) for t in fresp.responses for p in t.partitions] == [(0, 3), (1, 3)]
+    assert fresp.error_code == 3
+
+
+def test_records_stay_opaque_bytes():
+    req = ProduceRequest(topic_data={"t": {0: BATCH}})
+    _, decoded = decode_request(encode_request(req)[4:])
+    assert type(decoded.topic_data["t"][0]) is bytes
+    assert decoded.topic_data["t"][0] == BATCH
+
+
+def test_records_may_be_any_buffer_on_encode():
+    data = bytearray(b"abc" * 1000)
+    resp = FetchResponse(responses=[FetchTopicResponse("t", [
+        FetchPartitionResponse(0, 0, 1, 1, 0, memoryview(data)),
+        FetchPartitionResponse(1, 0, 1, 1, 0, data)])])
+    _, decoded = decode_response(encode_response(1, resp)[4:], ApiKey.FETCH)
+    assert [p.records for p in decoded.responses[0].partitions] == [bytes(data), bytes(data)]
+
+
+def test_body_keys_are_field_names_and_nested_entries_are_arrays():
+    req = FetchRequest(topics=[FetchTopic("t", [FetchPartition(0, 5, 100)])])
+    body = msgpack.unpackb(msgpack.packb(req.to_body(), use_bin_type=True), raw=False)
+    assert body == {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
+                    "isolation_level": 0, "topics": [["t", [[0, 5, 100, -1, -1]]]]}
+    produce = ProduceRequest(acks=1, timeout_ms=10, topic_data={"t": {3: b"x"}})
+    assert produce.to_body() == {"transactional_id": None, "acks": 1, "timeout_ms": 10,
+                                 "topic_data": {"t": {3: b"x"}}}
+
+
+def test_expects_response():
+    assert not ProduceRequest(acks=0).expects_response()
+    assert ProduceRequest(acks=1).expects_response()
+    assert ProduceRequest(acks=-1).expects_response()
+    assert FetchRequest().expects_response()
+
+
+def test_repr_does_not_dump_record_bytes():
+    assert "<100000 bytes>" in repr(ProduceRequest(topic_data={"t": {0: b"x" * 100000}}))
+    assert "<5 bytes>" in repr(FetchPartitionResponse(0, 0, records=b"12345"))
+
+
+def test_constructors_are_keyword_only():
+    with pytest.raises(TypeError):
+        FetchRequest(-1)   # noqa
+
+
+# --- hypothesis roundtrips for the hot path ----------------------------------------------------
+
+int16 = st.integers(-(2**15), 2**15 - 1)
+int32 = st.integers(-(2**31), 2**31 - 1)
+int64 = st.integers(-(2**63), 2**63 - 1)
+names = st.text(max_size=20)
+batches = st.binary(max_size=2000)
+
+
+@FAST
+@given(acks=st.sampled_from([0, 1, -1]), timeout=int32, txid=st.none() | names,
+       data=st.dictionaries(names, st.dictionaries(int32, batches, max_size=4), max_size=4))
+def test_produce_request_roundtrip_hypothesis(acks, timeout, txid, data):
+    req = ProduceRequest(transactional_id=txid, acks=acks, timeout_ms=timeout, topic_data=data)
+    header, decoded = decode_request(encode_request(req, 0, 1, None)[4:])
+    assert decoded == req and header.client_id is None
+
+
+@FAST
+@given(responses=st.dictionaries(names, st.dictionaries(int32, st.builds(
+    ProducePartitionResponse, int16, st.none() | names, int64, int64, int64), max_size=4), max_size=3))
+def test_produce_response_roundtrip_hypothesis(responses):
+    resp = ProduceResponse(responses=responses)
+    assert decode_response(encode_response(3, resp)[4:], 0)[1] == resp
+
+
+fetch_partitions = st.lists(st.builds(FetchPartition, int32, int64, int32, int32, int64), max_size=5)
+
+
+@FAST
+@given(replica_id=int32, wait=int32, min_bytes=int32, max_bytes=int32,
+       isolation=st.sampled_from([0, 1]),
+       topics=st.lists(st.builds(FetchTopic, names, fetch_partitions), max_size=4))
+def test_fetch_request_roundtrip_hypothesis(replica_id, wait, min_bytes, max_bytes, isolation, topics):
+    req = FetchRequest(replica_id=replica_id, max_wait_ms=wait, min_bytes=min_bytes,
+                       max_bytes=max_bytes, isolation_level=isolation, topics=topics)
+    assert decode_request(encode_request(req, 0, 2**31 - 1, "c")[4:])[1] == req
+
+
+@FAST
+@given(error_code=int16, topics=st.lists(st.builds(
+    FetchTopicResponse, names,
+    st.lists(st.builds(FetchPartitionResponse, int32, int16, int64, int64, int64, batches), max_size=4)),
+    max_size=4))
+def test_fetch_response_roundtrip_hypothesis(error_code, topics):
+    resp = FetchResponse(error_code=error_code, responses=topics)
+    assert decode_response(encode_response(-5, resp)[4:], ApiKey.FETCH) == (-5, resp)
+
+
+# --- strict validation -------------------------------------------------------------------------
+
+
+def _body(obj):
+    return msgpack.unpackb(msgpack.packb(obj.to_body(), use_bin_type=True), raw=False,
+                           strict_map_key=False)
+
+
+FETCH = FetchRequest(topics=[FetchTopic("t", [FetchPartition(0, 5, 100)])])
+PRODUCE = ProduceRequest(topic_data={"t": {0: b"batch"}})
+META = MetadataResponse(brokers=[MetadataBroker(1, "h", 1)],
+                        topics=[MetadataTopic(0, "t", [MetadataPartition(0, 0, 1, 0, [1], [1], [])])])
+
+
+def _set(path, value):
+    def mutate(body):
+        target = body
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+        return body
+    return mutate
+
+
+BAD_BODIES = [
+    (FETCH, _set(["max_wait_ms"], "soon"), "'max_wait_ms': expected int32, got str"),
+    (FETCH, _set(["max_wait_ms"], True), "'max_wait_ms': expected int32, got bool"),
+    (FETCH, _set(["isolation_level"], 300), "'isolation_level': expected int8, got int 300"),
+    (FETCH, _set(["topics"], {"t": 1}), "'topics': expected array"),
+    (FETCH, _set(["topics", 0, 1, 0, 1], "5"), "'topics[0].partitions[0].fetch_offset'"),
+    (FETCH, _set(["topics", 0, 1, 0, 0], 2**31), "'topics[0].partitions[0].partition'"),
+    (FETCH, _set(["topics", 0, 1, 0], [0, 5]), "'topics[0].partitions[0]': expected FetchPartition"),
+    (FETCH, _set(["topics", 0, 0], None), "'topics[0].topic': expected str, got NoneType"),
+    (FETCH, _set(["topics", 0], "t"), "'topics[0]'"),
+    (PRODUCE, _set(["acks"], 1.0), "'acks': expected int16, got float"),
+    (PRODUCE, _set(["topic_data", "t", 0], "batch"), "'topic_data['t'][0]': expected bytes, got str"),
+    (PRODUCE, _set(["topic_data", "t", "0"], b"x"), "topic_data['t']<key '0'>"),
+    (PRODUCE, _set(["topic_data"], [["t", {0: b""}]]), "'topic_data': expected map"),
+    (PRODUCE, _set(["transactional_id"], 5), "'transactional_id': expected str or nil"),
+    (META, _set(["topics", 0, 2, 0, 4], [1, "2"]), "'topics[0].partitions[0].replicas[1]'"),
+    (META, _set(["brokers", 0, 3], 7), "'brokers[0].rack'"),
+    (META, _set(["cluster_id"], b"bytes"), "'cluster_id': expected str or nil, got bytes"),
+]
+
+
+@pytest.mark.parametrize("msg,mutate,expected", BAD_BODIES)
+def test_wrong_field_types_name_the_field(msg, mutate, expected):
+    body = mutate(_body(msg))
+    with pytest.raises(errors.InvalidRequestError) as info:
+        type(msg).from_body(body)
+    assert type(info.value) is errors.InvalidRequestError
+    assert expected in str(info.value)
+    assert type(msg).__name__ in str(info.value)
+
+
+@pytest.mark.parametrize("msg", [m for m in REQUEST_SAMPLES + RESPONSE_SAMPLES if m.to_body()],
+                         ids=_id)
+def test_missing_field_is_named(msg):
+    body = _body(msg)
+    name = sorted(body)[0]
+    del body[name]
+    with pytest.raises(errors.InvalidRequestError, match=f"missing field '{name}'"):
+        type(msg).from_body(body)
+
+
+@pytest.mark.parametrize("body", [None, [], "x", 5, b"", [1, 2]])
+def test_body_must_be_a_map(body):
+    with pytest.raises(errors.InvalidRequestError, match="body must be a map"):
+        FetchRequest.from_body(body)
+
+
+def test_extra_keys_are_ignored():
+    body = _body(FETCH)
+    body["future_field"] = 1
+    body[7] = "int key"
+    assert FetchRequest.from_body(body) == FETCH

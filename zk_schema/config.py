@@ -1,0 +1,109 @@
+"""``/config/<type>/<name>`` (dynamic config overrides) and ``/config/changes/config_change_<seq>``.
+
+Entity config: ``{"version":1,"config":{"retention.ms":"1000"}}`` (values are strings, as in Kafka).
+Change notification (sequential): ``{"version":2,"entity_path":"topics/t"}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zk_schema._codec import (
+    SchemaError, dict_field, dump, int_field, load_object, segment, str_field,
+)
+from zk_schema.topics import validate_topic_name
+
+CONFIG_PATH = "/config"
+CONFIG_CHANGES_PATH = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+TOPICS = "topics"
+CLIENTS = "clients"
+USERS = "users"
+BROKERS = "brokers"
+ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS)
+
+
+def config_entity_type_path(entity_type: str) -> str:
+    if entity_type not in ENTITY_TYPES:
+        raise SchemaError(f"unknown config entity type {entity_type!r}; one of {ENTITY_TYPES}")
+    return f"{CONFIG_PATH}/{entity_type}"
+
+
+def config_entity_path(entity_type: str, name: str) -> str:
+    return f"{config_entity_type_path(entity_type)}/{segment(name, 'config entity')}"
+
+
+def topic_config_path(topic: str) -> str:
+    return config_entity_path(TOPICS, validate_topic_name(topic))
+
+
+def config_changes_path() -> str:
+    return CONFIG_CHANGES_PATH
+
+
+def config_change_prefix_path() -> str:
+    """The prefix to create a sequential change notification with."""
+    return f"{CONFIG_CHANGES_PATH}/{CONFIG_CHANGE_PREFIX}"
+
+
+def config_change_path(child: str) -> str:
+    return f"{CONFIG_CHANGES_PATH}/{segment(child, 'config change')}"
+
+
+@dataclass(frozen=True)
+class EntityConfig:
+    """Config overrides of one entity (e.g. a topic). Values are strings."""
+
+    config: dict[str, str] = field(default_factory=dict)
+    zk_version: int | None = None
+
+    def encode(self) -> bytes:
+        return dump({"version": 1, "config": {str(k): str(v) for k, v in self.config.items()}})
+
+    @classmethod
+    def decode(cls, data: bytes, zk_version: int | None = None, *,
+               path: str = "entity config") -> "EntityConfig":
+        obj = load_object(data, path)
+        cfg = dict_field(obj, "config", path)
+        for k, v in cfg.items():
+            if not isinstance(v, str):
+                raise SchemaError(f"{path}: config value of {k!r} must be a string, got {v!r}")
+        return cls(config=dict(cfg), zk_version=zk_version)
+
+
+TopicConfig = EntityConfig
+
+
+@dataclass(frozen=True)
+class ConfigChangeNotification:
+    """Announces that ``/config/<entity_path>`` changed, e.g. ``entity_path="topics/t"``."""
+
+    entity_path: str
+    zk_version: int | None = None
+
+    @classmethod
+    def for_topic(cls, topic: str) -> "ConfigChangeNotification":
+        return cls(entity_path=f"{TOPICS}/{validate_topic_name(topic)}")
+
+    @property
+    def entity_type(self) -> str:
+        return self.entity_path.split("/", 1)[0]
+
+    @property
+    def entity_name(self) -> str:
+        return self.entity_path.split("/", 1)[-1]
+
+    def encode(self) -> bytes:
+        return dump({"version": 2, "entity_path": self.entity_path})
+
+    @classmethod
+    def decode(cls, data: bytes, zk_version: int | None = None) -> "ConfigChangeNotification":
+        what = CONFIG_CHANGES_PATH
+        obj = load_object(data, what)
+        version = int_field(obj, "version", what)
+        if version != 2:
+            raise SchemaError(f"{what}: unsupported notification version {version}")
+        path = str_field(obj, "entity_path", what)
+        if "/" not in path:
+            raise SchemaError(f"{what}: entity_path {path!r} is not <type>/<name>")
+        return cls(entity_path=path, zk_version=zk_version)
