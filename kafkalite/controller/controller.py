@@ -229,6 +229,10 @@ class Controller:
                 self.partition_states.force(tp, PS.OFFLINE)
                 needs_leader.append(tp)
         changed = yield self._elect_leaders(needs_leader)
+        dead_replicas = {b for tp in self.context.partitions() for b in self.context.replicas(tp)
+                         if b not in self.context.live_brokers}
+        if dead_replicas:
+            changed += (yield self._remove_from_isr(dead_replicas, skip=set(changed)))
         # replica state machine startup: every live replica hears its partitions' state
         self._send_leader_and_isr(self.context.partitions(), live)
         if changed:
@@ -492,21 +496,27 @@ class Controller:
         for tp in led:
             self._transition(tp, PS.OFFLINE)
         changed = yield self._elect_leaders(led)
-        # dead followers leave the ISR (Kafka's OfflineReplica transition)
-        shrink = {}
-        for tp, state in self.context.states.items():
-            if tp in changed or state.leader in dead_set or state.leader < 0:
-                continue
-            if dead_set & set(state.isr):
-                isr = tuple(b for b in state.isr if b not in dead_set) or state.isr
-                shrink[tp] = replace(state, isr=isr, leader_epoch=state.leader_epoch,
-                                     controller_epoch=self.epoch)
-        if shrink:
-            changed += (yield self._write_states(shrink))
+        changed += (yield self._remove_from_isr(dead_set, skip=set(changed)))
         live = sorted(self.context.live_brokers)
         if changed:
             self._send_leader_and_isr(changed, live)
         self._send_update_metadata(live, changed)
+
+    @defer.inlineCallbacks
+    def _remove_from_isr(self, brokers: set, skip=()):
+        """Dead replicas leave the ISR of partitions they follow (Kafka's OfflineReplica); the
+        last ISR member stays so that a clean election stays possible."""
+        shrink = {}
+        for tp, state in self.context.states.items():
+            if tp in skip or state.leader in brokers or state.leader < 0:
+                continue
+            if brokers & set(state.isr):
+                isr = tuple(b for b in state.isr if b not in brokers) or state.isr
+                shrink[tp] = replace(state, isr=isr, controller_epoch=self.epoch)
+        if not shrink:
+            return []
+        changed = yield self._write_states(shrink)
+        return changed
 
     # --- events: topics -------------------------------------------------------------------------
     @defer.inlineCallbacks

@@ -34,6 +34,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
+from crc32c import crc32c
+
 from kafkalite.errors import (
     CorruptRecordError,
     IllegalStateError,
@@ -54,6 +56,7 @@ from kafkalite.log.segment import (
 )
 from kafkalite.record import header as hdr
 from kafkalite.record.batch import validate_batch_bytes
+from kafkalite.record.compression import SUPPORTED as _SUPPORTED_CODECS
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,15 @@ _PREFIX = struct.Struct(">qii")
 assert hdr.BASE_OFFSET_POS == 0 and hdr.LENGTH_POS == 8 and hdr.LEADER_EPOCH_POS == 12
 _PREFIX_SIZE = _PREFIX.size  # 16
 _COPY_ABOVE_BATCHES = 256    # more batches than this: one copy beats hundreds of iovecs
+
+# positions in the tuple header.HEADER.unpack_from returns (BatchHeader's field order)
+_F_BASE_OFFSET, _F_LENGTH, _F_EPOCH, _F_MAGIC, _F_CRC, _F_ATTRIBUTES, _F_LAST_DELTA = range(7)
+_F_MAX_TS, _F_RECORD_COUNT = 8, 12
+_UNPACK = hdr.HEADER.unpack_from
+_HEADER_SIZE = hdr.HEADER_SIZE
+_OVERHEAD = hdr.LOG_OVERHEAD
+_CRC_FROM = hdr.ATTRIBUTES_POS
+_MAGIC = hdr.MAGIC
 
 
 def _now_ms() -> int:
@@ -303,79 +315,80 @@ class Log:
         view = memoryview(records)
         if view.ndim != 1 or view.itemsize != 1:
             view = view.cast("B")
-        headers = validate_batch_bytes(view, from_producer=assign_offsets)
-        if not headers:
+        batches_in = _scan_request(view, assign_offsets)
+        if not batches_in:
             return AppendInfo(-1, -1, -1, -1, 0, 0, -1, self.log_start_offset)
         max_message = self.config.max_message_bytes
-        for h in headers:
-            if h.size > max_message:
+        for _pos, size, _f in batches_in:
+            if size > max_message:
                 raise MessageTooLargeError(
-                    f"batch of {h.size} bytes exceeds max.message.bytes={max_message} "
+                    f"batch of {size} bytes exceeds max.message.bytes={max_message} "
                     f"of {self.name}")
 
         total = len(view)
-        leo = self.log_end_offset
+        leo = self._segments[-1].next_offset
         log_append_time = self.config.message_timestamp_type == "LogAppendTime"
         now = self._clock() if log_append_time else -1
-        batches = []
-        pos = 0
+        batches = []  # (position in request, base offset, last offset, max timestamp)
         if assign_offsets:
             next_offset = leo
-            for h in headers:
-                last = next_offset + h.last_offset_delta
+            for pos, _size, f in batches_in:
+                last = next_offset + f[_F_LAST_DELTA]
                 batches.append((pos, next_offset, last, now if log_append_time else
-                                h.max_timestamp))
+                                f[_F_MAX_TS]))
                 next_offset = last + 1
-                pos += h.size
         else:
             expected = leo
-            for h in headers:
-                if h.base_offset < expected:
+            for pos, _size, f in batches_in:
+                base = f[_F_BASE_OFFSET]
+                if base < expected:
                     if pos == 0:
                         raise UnexpectedAppendOffsetError(
-                            f"{self.name}: follower append starts at offset {h.base_offset}, "
-                            f"below the log end offset {leo}", h.base_offset, leo)
+                            f"{self.name}: follower append starts at offset {base}, "
+                            f"below the log end offset {leo}", base, leo)
                     raise UnexpectedAppendOffsetError(
-                        f"{self.name}: batch at byte {pos} has base offset {h.base_offset}, "
-                        f"expected at least {expected} (offsets must increase)",
-                        h.base_offset, leo)
-                last = h.last_offset
-                batches.append((pos, h.base_offset, last, h.max_timestamp))
+                        f"{self.name}: batch at byte {pos} has base offset {base}, "
+                        f"expected at least {expected} (offsets must increase)", base, leo)
+                last = base + f[_F_LAST_DELTA]
+                batches.append((pos, base, last, f[_F_MAX_TS]))
                 expected = last + 1
-                pos += h.size
 
         # the data to write: patched prefixes + untouched bodies, or one patched copy
         if log_append_time and assign_offsets:
             buf = bytearray(view)
-            for (p, base, _last, _ts), h in zip(batches, headers):
-                hdr.set_base_offset(buf, p, base)
+            for pos, base, _last, _ts in batches:
+                hdr.set_base_offset(buf, pos, base)
                 if leader_epoch is not None:
-                    hdr.set_partition_leader_epoch(buf, p, leader_epoch)
-                hdr.set_log_append_time(buf, p, now)
+                    hdr.set_partition_leader_epoch(buf, pos, leader_epoch)
+                hdr.set_log_append_time(buf, pos, now)
             data = buf
         elif not assign_offsets and leader_epoch is None:
             data = view
-        elif len(headers) > _COPY_ABOVE_BATCHES:
+        elif len(batches) > _COPY_ABOVE_BATCHES:
             buf = bytearray(view)
-            for (p, base, _last, _ts), h in zip(batches, headers):
-                hdr.set_base_offset(buf, p, base)
+            for pos, base, _last, _ts in batches:
+                hdr.set_base_offset(buf, pos, base)
                 if leader_epoch is not None:
-                    hdr.set_partition_leader_epoch(buf, p, leader_epoch)
+                    hdr.set_partition_leader_epoch(buf, pos, leader_epoch)
             data = buf
         else:
             pack = _PREFIX.pack
             data = []
-            for (p, base, _last, _ts), h in zip(batches, headers):
-                epoch = h.partition_leader_epoch if leader_epoch is None else leader_epoch
-                data.append(pack(base, h.batch_length, epoch))
-                data.append(view[p + _PREFIX_SIZE:p + h.size])
+            for (pos, base, _last, _ts), (_p, size, f) in zip(batches, batches_in):
+                epoch = f[_F_EPOCH] if leader_epoch is None else leader_epoch
+                data.append(pack(base, f[_F_LENGTH], epoch))
+                data.append(view[pos + _PREFIX_SIZE:pos + size])
 
         first_offset = batches[0][1]
         last_offset = batches[-1][2]
-        max_ts, offset_of_max = -1, first_offset
-        for _p, _base, last, ts in batches:
-            if ts > max_ts:
-                max_ts, offset_of_max = ts, last
+        if len(batches) == 1:
+            max_ts = batches[0][3]
+            offset_of_max = last_offset
+        else:
+            max_ts, offset_of_max = -1, first_offset
+            for _p, _base, last, ts in batches:
+                if ts > max_ts:
+                    max_ts, offset_of_max = ts, last
 
         try:
             segment = self._maybe_roll(total, first_offset, last_offset)
@@ -385,10 +398,12 @@ class Log:
                 f"cannot append {total} bytes to {self.name} in {self.dir}: "
                 f"{exc.strerror or exc}") from exc
 
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+        if last_offset + 1 - self.recovery_point >= self.config.flush_messages:
             self.flush()
-        return AppendInfo(first_offset, last_offset, max_ts, now,
-                          sum(h.record_count for h in headers), total, offset_of_max,
+        count = 0
+        for _pos, _size, f in batches_in:
+            count += f[_F_RECORD_COUNT]
+        return AppendInfo(first_offset, last_offset, max_ts, now, count, total, offset_of_max,
                           self.log_start_offset)
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int) -> LogSegment:
@@ -792,6 +807,38 @@ class Log:
             for segment in self._segments:
                 segment.delete()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _scan_request(view: memoryview, from_producer: bool) -> list[tuple[int, int, tuple]]:
+    """``(position, size, header fields)`` of every batch of a produce/replica request.
+
+    The fast path checks what ``record.batch.validate_batch_bytes`` checks (whole batches, v2
+    magic, sane counts, supported codec, CRC32C, and for producers ``record_count ==
+    last_offset_delta + 1 > 0``) on plain header tuples; on any doubt it calls
+    ``validate_batch_bytes`` itself, which raises the precise error.
+    """
+    out = []
+    n = len(view)
+    pos = 0
+    unpack = _UNPACK
+    while pos < n:
+        if n - pos < _HEADER_SIZE:
+            break
+        f = unpack(view, pos)
+        size = _OVERHEAD + f[_F_LENGTH]
+        delta, count = f[_F_LAST_DELTA], f[_F_RECORD_COUNT]
+        if (f[_F_MAGIC] != _MAGIC or size <= _HEADER_SIZE or pos + size > n or delta < 0
+                or count < 0 or count > delta + 1
+                or (f[_F_ATTRIBUTES] & hdr.COMPRESSION_MASK) not in _SUPPORTED_CODECS
+                or (from_producer and (count == 0 or count != delta + 1))
+                or crc32c(view[pos + _CRC_FROM:pos + size]) != f[_F_CRC]):
+            break
+        out.append((pos, size, f))
+        pos += size
+    else:
+        return out
+    validate_batch_bytes(view, from_producer=from_producer)  # raises the precise error
+    raise CorruptRecordError(f"invalid record batch at byte {pos}")  # pragma: no cover
 
 
 def _segment_time(segment: LogSegment) -> int:

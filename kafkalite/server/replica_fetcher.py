@@ -67,17 +67,21 @@ class ReplicaFetcher:
     @defer.inlineCallbacks
     def _run(self):
         backoff = self.broker.config.replica_fetch_backoff_ms / 1000.0
+        failures = 0
         try:
             while self.partitions and not self.stopped:
                 try:
                     if any(s.truncating for s in self.partitions.values()):
                         yield self._truncate()
                     yield self._fetch_once()
+                    failures = 0
                 except (errors.NetworkError, errors.RequestTimedOutError) as exc:
                     if self.stopped:
                         break
-                    log.info("replica fetch from broker %d (%s:%d) failed: %s; retrying in %.1f s",
-                             self.leader_id, self.host, self.port, exc, backoff)
+                    failures += 1
+                    (log.info if failures == 1 else log.debug)(
+                        "replica fetch from broker %d (%s:%d) failed: %s; retrying every %.1f s",
+                        self.leader_id, self.host, self.port, exc, backoff)
                     self.channel.reset()
                     yield self._sleep(backoff)
                 except KafkaError as exc:

@@ -24,20 +24,36 @@ from typing import Any, Callable, Iterator
 import pytest
 
 _ZK_FIXTURES = ("zookeeper", "zk_chroot", "zk_connect", "zk_client", "zk_expire")
-_state: dict[str, Any] = {"server": None, "failures": 0}
+_state: dict[str, Any] = {"server": None, "failures": 0, "kept_workdir": None}
 
 
 @pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One real ZooKeeper for the whole test session."""
+def zookeeper() -> Iterator[Any]:
+    """One real ZooKeeper for the whole test session.
+
+    Its work directory (data and log) is a temp dir of its own, not pytest's rotated basetemp:
+    it is deleted at the end when no ZooKeeper test failed, and kept (and named) otherwise.
+    """
+    import shutil
+    import tempfile
+
     from kafkalite.testing.zookeeper import start_zookeeper
 
-    server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
+    workdir = tempfile.mkdtemp(prefix="kafkalite-pytest-zk-")
+    try:
+        server = start_zookeeper(workdir)
+    except BaseException:
+        _state["kept_workdir"] = workdir
+        raise
     _state["server"] = server
     try:
         yield server
     finally:
-        server.stop()  # the work directory (and its log) stays under pytest's basetemp
+        server.stop()
+        if _state["failures"]:
+            _state["kept_workdir"] = workdir
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +130,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     server = _state["server"]
-    if server is None:
-        return
-    if _state["failures"] or terminalreporter.verbosity > 0:
+    if server is not None and (_state["failures"] or terminalreporter.verbosity > 0):
         terminalreporter.write_line(f"kafkalite: tests used {server.describe()}")
+    if _state.get("kept_workdir"):
+        terminalreporter.write_line(
+            f"kafkalite: ZooKeeper data and log kept for inspection in {_state['kept_workdir']}")

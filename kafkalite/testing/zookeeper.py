@@ -324,10 +324,17 @@ class _ZooKeeperProcess:
                 raise ZooKeeperStartError(
                     f"{self.name} did not serve clients on {target} within {timeout_s:.0f}s; "
                     f"log {self.log_path}:\n{self.log_tail(40)}")
-            if port_is_open(self.host, self.port, timeout=0.5) and probe(
-                    target, timeout_s=min(5.0, max(1.0, remaining))):
+            if self._answers_ruok() and probe(target, timeout_s=min(5.0, max(1.0, remaining))):
                 return
             time.sleep(0.1)
+
+    def _answers_ruok(self) -> bool:
+        # a four-letter word rather than a bare connect: ZooKeeper logs a stack trace for every
+        # client that connects and hangs up without a word, which buries the useful log lines
+        try:
+            return four_letter_word(self.host, self.port, "ruok", timeout=1.0) == "imok"
+        except OSError:
+            return False
 
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM the JVM by pid, SIGKILL after ``grace_s``. Idempotent."""

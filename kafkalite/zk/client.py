@@ -1112,12 +1112,15 @@ def _call_logged(callback: Callable[..., Any], *args: Any) -> None:
 def probe(connect_string: str, timeout_s: float = 5.0) -> bool:
     """True when a client can open a session and read ``/`` (no chroot is created)."""
     hosts, _ = split_connect_string(connect_string)
-    kz = KazooClient(hosts=hosts, timeout=max(timeout_s, 2.0),
+    # kazoo waits up to the session timeout (per host) for a handshake answer; a server that
+    # accepted the connection while still starting may never answer it, so keep that short
+    handshake_s = min(max(timeout_s / 2, 1.0), 3.0)
+    kz = KazooClient(hosts=hosts, timeout=handshake_s * len(hosts.split(",")),
                      connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=1.5,
                                                  max_delay=0.5, deadline=timeout_s))
     try:
         kz.start(timeout=timeout_s)
-        kz.get("/")
+        kz.get_async("/").get(timeout=timeout_s)
         return True
     except Exception:  # noqa: BLE001 - any failure means "not ready"
         return False

@@ -24,7 +24,7 @@ def _log_with_segments(tmp_path, clock, timestamps, **config):
 
 def test_retention_by_time_deletes_exactly_the_expired_prefix(tmp_path):
     clock = FakeClock(START_MS + 10 * DAY)
-    stamps = [[START_MS, START_MS + 1], [START_MS + DAY], [START_MS + 5 * DAY],
+    stamps = [[START_MS, START_MS + 1], [START_MS + DAY], [START_MS + 8 * DAY],
               [START_MS + DAY + 5], [START_MS + 9 * DAY]]
     log = _log_with_segments(tmp_path, clock, stamps, retention_ms=3 * DAY)
     bases = [s.base_offset for s in log.segments]
@@ -120,12 +120,13 @@ def test_compaction_keeps_the_newest_value_per_key(tmp_path):
     clock = FakeClock(START_MS)
     config = dict(cleanup_policy=("compact",), segment_bytes=500, delete_retention_ms=1000)
     log = Log(str(tmp_path / "t-0"), topic_config(**config), clock)
-    latest = {}
     for i in range(60):
         key = f"k{i % 7}".encode()
-        value = None if i == 50 else f"v{i}".encode()
-        log.append(_keyed(key, value, START_MS + i))
-        latest[key] = (i, value)
+        log.append(_keyed(key, f"v{i}".encode(), START_MS + i))
+        if i == 10:
+            log.append(_keyed(b"dead", b"alive", START_MS + i))
+        if i == 20:
+            log.append(_keyed(b"dead", None, START_MS + i))
     log.append(make_batch(3, timestamps=[START_MS] * 3, keys=[b"a", b"b", b"a"],
                           values=[b"1", b"2", b"3"]))
     active_base = log.active_segment.base_offset

@@ -1,0 +1,266 @@
+"""Real kafkalite brokers as child processes, for tests, benchmarks and ``kafkalite cluster up``.
+
+``LocalCluster(zk_connect, num_brokers)`` starts ``python -m kafkalite broker`` processes on free
+ports, each with its own log dir under ``workdir`` and its output in ``broker-<id>.log``. It waits
+until every broker answers a Metadata request that lists all of them (so a controller has told them
+about each other). Fault injection works on the real processes: ``kill`` (SIGKILL), ``pause`` /
+``resume`` (SIGSTOP / SIGCONT), ``stop`` (SIGTERM: a clean, controlled shutdown), ``restart``.
+Nothing here sleeps for a fixed time: every wait polls a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.envelope import decode_response, encode_request
+from kafkalite.testing.ports import free_port
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float, what: str,
+               interval_s: float = 0.05, on_timeout: Callable[[], str] | None = None):
+    """Poll ``condition`` until it returns something truthy; ClusterError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    last_error = None
+    while True:
+        try:
+            result = condition()
+            if result:
+                return result
+        except Exception as exc:  # noqa: BLE001 - the condition may fail while things start
+            last_error = exc
+        if time.monotonic() > deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            extra = f"\n{on_timeout()}" if on_timeout else ""
+            raise ClusterError(f"timed out after {timeout_s:.0f} s waiting for {what}{detail}"
+                               f"{extra}")
+        time.sleep(interval_s)
+
+
+def request(host: str, port: int, req, timeout_s: float = 5.0):
+    """One request over a fresh socket (for probes; clients use kafkalite.client)."""
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(encode_request(req, 0, 1, "kafkalite-testing"))
+        header = _read_exact(sock, 4)
+        (length,) = struct.unpack(">i", header)
+        _cid, response = decode_response(_read_exact(sock, length), req.API_KEY)
+        return response
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        chunk = sock.recv(n - len(chunks))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks += chunk
+    return bytes(chunks)
+
+
+@dataclass
+class BrokerProcess:
+    broker_id: int
+    port: int
+    log_dir: str
+    log_path: str
+    overrides: dict
+    process: subprocess.Popen | None = None
+    paused: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class LocalCluster:
+    zk_connect: str
+    num_brokers: int = 1
+    workdir: str | None = None
+    overrides: dict = field(default_factory=dict)
+    start_timeout_s: float = 60.0
+    python: str = sys.executable
+    first_broker_id: int = 1
+
+    def __post_init__(self):
+        self._own_workdir = self.workdir is None
+        if self.workdir is None:
+            self.workdir = tempfile.mkdtemp(prefix="kafkalite-cluster-")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.brokers: dict[int, BrokerProcess] = {}
+        for index in range(self.num_brokers):
+            broker_id = self.first_broker_id + index
+            self.brokers[broker_id] = BrokerProcess(
+                broker_id=broker_id, port=free_port(),
+                log_dir=os.path.join(self.workdir, f"broker-{broker_id}-data"),
+                log_path=os.path.join(self.workdir, f"broker-{broker_id}.log"),
+                overrides=dict(self.overrides))
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> "LocalCluster":
+        for broker in self.brokers.values():
+            self._spawn(broker)
+        self.wait_for_brokers(list(self.brokers))
+        return self
+
+    def _spawn(self, broker: BrokerProcess) -> None:
+        settings = {
+            "broker.id": broker.broker_id,
+            "zookeeper.connect": self.zk_connect,
+            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+            "log.dirs": broker.log_dir,
+            "zookeeper.session.timeout.ms": 6000,
+            "controlled.shutdown.retry.backoff.ms": 500,
+            "replica.fetch.backoff.ms": 200,
+            "default.replication.factor": min(3, self.num_brokers),
+        }
+        settings.update(broker.overrides)
+        command = [self.python, "-m", "kafkalite", "broker"]
+        for key, value in settings.items():
+            command += ["--override", f"{key}={value}"]
+        log_file = open(broker.log_path, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        broker.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
+                                          env=env, start_new_session=True)
+        log_file.close()
+        broker.paused = False
+
+    def wait_for_brokers(self, broker_ids, timeout_s: float | None = None) -> None:
+        """Until each broker serves and its metadata lists every broker in ``broker_ids``."""
+        expected = set(broker_ids)
+
+        def ready():
+            for broker_id in expected:
+                broker = self.brokers[broker_id]
+                if not broker.running:
+                    raise ClusterError(f"broker {broker_id} exited with "
+                                       f"{broker.process.returncode if broker.process else None}:"
+                                       f"\n{broker.log_tail()}")
+                response = request("127.0.0.1", broker.port, m.MetadataRequest(topics=[]))
+                if not expected <= {b.node_id for b in response.brokers}:
+                    return False
+                if response.controller_id < 0:
+                    return False
+            return True
+        wait_until(ready, timeout_s or self.start_timeout_s, f"brokers {sorted(expected)}",
+                   interval_s=0.1, on_timeout=self.describe_logs)
+
+    def describe_logs(self) -> str:
+        return "\n".join(f"--- broker {b.broker_id} ({b.log_path}) ---\n{b.log_tail()}"
+                         for b in self.brokers.values())
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM every broker (a clean, controlled shutdown), SIGKILL stragglers."""
+        for broker in self.brokers.values():
+            if broker.running:
+                if broker.paused:
+                    os.kill(broker.process.pid, signal.SIGCONT)
+                broker.process.terminate()
+        deadline = time.monotonic() + timeout_s
+        for broker in self.brokers.values():
+            if broker.process is None:
+                continue
+            try:
+                broker.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                broker.process.kill()
+                broker.process.wait()
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- fault injection ------------------------------------------------------------------------
+    def kill(self, broker_id: int) -> None:
+        """kill -9: no controlled shutdown, no flush, no clean-shutdown marker."""
+        broker = self.brokers[broker_id]
+        if broker.running:
+            broker.process.kill()
+            broker.process.wait()
+
+    def terminate(self, broker_id: int, timeout_s: float = 30.0) -> int:
+        broker = self.brokers[broker_id]
+        broker.process.terminate()
+        return broker.process.wait(timeout_s)
+
+    def pause(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        os.kill(broker.process.pid, signal.SIGSTOP)
+        broker.paused = True
+
+    def resume(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        os.kill(broker.process.pid, signal.SIGCONT)
+        broker.paused = False
+
+    def restart(self, broker_id: int, wait: bool = True) -> None:
+        broker = self.brokers[broker_id]
+        if broker.running:
+            self.terminate(broker_id)
+        self._spawn(broker)
+        if wait:
+            self.wait_for_brokers([broker_id])
+
+    # --- what clients need ----------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.address for b in self.brokers.values())
+
+    def live_brokers(self) -> list[BrokerProcess]:
+        return [b for b in self.brokers.values() if b.running and not b.paused]
+
+    def metadata(self, topics=None):
+        last = None
+        for broker in self.live_brokers():
+            try:
+                return request("127.0.0.1", broker.port, m.MetadataRequest(
+                    topics=topics, allow_auto_topic_creation=False))
+            except OSError as exc:
+                last = exc
+        raise ClusterError(f"no broker answered a Metadata request: {last}")
+
+    def controller_id(self) -> int:
+        return self.metadata([]).controller_id
+
+    def partition_metadata(self, topic: str, partition: int):
+        for t in self.metadata([topic]).topics:
+            for p in t.partitions:
+                if p.partition == partition:
+                    return p
+        return None
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        found = self.partition_metadata(topic, partition)
+        return -1 if found is None else found.leader

@@ -1,0 +1,167 @@
+"""LogManager: loading, clean-shutdown marker, recovery, periodic tasks on a task.Clock."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from logtools import START_MS, make_batch, offsets_of, topic_config
+from twisted.internet import task
+
+from kafkalite.config import BrokerConfig
+from kafkalite.errors import InvalidTopicError
+from kafkalite.log import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    LogManager,
+    LogSegment,
+    read_checkpoint,
+)
+
+DAY = 24 * 3600 * 1000
+
+
+def _clock(ms=START_MS):
+    clock = task.Clock()
+    clock.advance(ms / 1000)
+    return clock
+
+
+def _manager(dirs, clock, **kw):
+    config = kw.pop("config", topic_config(segment_bytes=600))
+    kw.setdefault("retention_check_interval_ms", 1000)
+    kw.setdefault("flush_check_interval_ms", 500)
+    kw.setdefault("checkpoint_interval_ms", 2000)
+    return LogManager([str(d) for d in dirs], config, clock, **kw)
+
+
+def test_start_stop_and_clean_restart(tmp_path, monkeypatch):
+    clock = _clock()
+    manager = _manager([tmp_path], clock)
+    manager.startService()
+    log = manager.get_or_create_log("my-topic-with-dashes", 3)
+    assert log.dir == str(tmp_path / "my-topic-with-dashes-3")
+    for _ in range(10):
+        log.append(make_batch(2, value_size=50))
+    expected = offsets_of(log.read(0, 10**9).records)
+    manager.stopService()
+    assert os.path.exists(tmp_path / CLEAN_SHUTDOWN_FILE)
+    assert read_checkpoint(str(tmp_path / RECOVERY_POINT_CHECKPOINT)) == {
+        ("my-topic-with-dashes", 3): 20}
+    assert read_checkpoint(str(tmp_path / LOG_START_OFFSET_CHECKPOINT)) == {
+        ("my-topic-with-dashes", 3): 0}
+
+    monkeypatch.setattr(LogSegment, "recover", lambda self: pytest.fail("recovery ran"))
+    again = _manager([tmp_path], clock)
+    again.startService()
+    assert not os.path.exists(tmp_path / CLEAN_SHUTDOWN_FILE)
+    assert str(tmp_path) in again.clean_shutdown_dirs
+    log = again.get_log("my-topic-with-dashes", 3)
+    assert log is not None and offsets_of(log.read(0, 10**9).records) == expected
+    assert [lg.name for lg in again.all_logs()] == ["my-topic-with-dashes-3"]
+    again.stopService()
+
+
+def test_unclean_restart_recovers(tmp_path):
+    clock = _clock()
+    manager = _manager([tmp_path], clock)
+    manager.startService()
+    log = manager.get_or_create_log("t", 0)
+    for _ in range(10):
+        log.append(make_batch(2, value_size=50))
+    expected = offsets_of(log.read(0, 10**9).records)
+    last_file = log.active_segment.log_path
+    # a crash: no stopService, so no marker; the last write was torn
+    for segment in log.segments:
+        segment.close()
+    with open(last_file, "r+b") as f:
+        f.truncate(os.path.getsize(last_file) - 3)
+    again = _manager([tmp_path], clock)
+    again.startService()
+    log = again.get_log("t", 0)
+    assert log.recovery_truncated_bytes > 0
+    assert offsets_of(log.read(0, 10**9).records) == expected[:-1]
+    assert log.append(make_batch(1)).first_offset == expected[-1][0]
+    again.stopService()
+
+
+def test_retention_flush_and_checkpoints_run_on_the_clock(tmp_path):
+    clock = _clock(START_MS + 30 * DAY)
+    config = topic_config(segment_bytes=300, retention_ms=DAY, flush_ms=5000)
+    manager = _manager([tmp_path], clock, config=config)
+    manager.startService()
+    log = manager.get_or_create_log("t", 0)
+    for i in range(12):
+        log.append(make_batch(2, timestamp=START_MS + i))  # a month old
+    log.roll()
+    fresh = log.append(make_batch(1, timestamp=START_MS + 30 * DAY))
+    segments = len(log.segments)
+    assert segments > 3
+    clock.advance(0.5)  # flush pass: the rolled segments get flushed
+    assert log.recovery_point == fresh.first_offset
+    assert not os.path.exists(tmp_path / RECOVERY_POINT_CHECKPOINT)
+    clock.advance(0.5)  # retention pass
+    assert len(log.segments) == 1 and log.log_start_offset == fresh.first_offset
+    clock.advance(1.0)  # checkpoint pass
+    assert read_checkpoint(str(tmp_path / LOG_START_OFFSET_CHECKPOINT)) == {
+        ("t", 0): fresh.first_offset}
+    clock.advance(5.0)  # flush.ms has passed
+    assert log.recovery_point == log.log_end_offset
+    manager.stopService()
+    assert not any(call.active() for call in clock.getDelayedCalls())
+
+
+def test_new_logs_go_to_the_emptiest_dir(tmp_path):
+    clock = _clock()
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = _manager(dirs, clock)
+    manager.startService()
+    for p in range(4):
+        manager.get_or_create_log("t", p)
+    assert sorted(manager.log_dir_of("t", p) for p in range(4)) == [str(dirs[0])] * 2 + \
+        [str(dirs[1])] * 2
+    manager.delete_log("t", 0)
+    manager.delete_log("t", 2)
+    assert manager.get_or_create_log("u", 0) is manager.get_log("u", 0)
+    for p in (1, 3):
+        manager.get_log("t", p).append(make_batch(1))
+    manager.stopService()
+    again = _manager(dirs, clock)
+    again.startService()
+    assert sorted((lg.topic, lg.partition) for lg in again.all_logs()) == [
+        ("t", 1), ("t", 3), ("u", 0)]
+    assert again.get_log("t", 1).log_end_offset == 1
+    with pytest.raises(InvalidTopicError):
+        again.get_or_create_log("bad/topic", 0)
+    assert not again.delete_log("nope", 0)
+    again.stopService()
+
+
+def test_update_config_and_high_watermarks(tmp_path):
+    clock = _clock()
+    manager = _manager([tmp_path], clock)
+    manager.startService()
+    log = manager.get_or_create_log("t", 0, topic_config(segment_bytes=5000))
+    assert log.config.segment_bytes == 5000
+    manager.update_config("t", topic_config(segment_bytes=700))
+    assert log.config.segment_bytes == 700
+    assert manager.high_watermark_checkpoint("t", 0) == 0
+    manager.write_high_watermarks({("t", 0): 42, ("elsewhere", 1): 7})
+    assert read_checkpoint(str(tmp_path / REPLICATION_OFFSET_CHECKPOINT)) == {("t", 0): 42}
+    manager.stopService()
+    again = _manager([tmp_path], clock)
+    again.startService()
+    assert again.high_watermark_checkpoint("t", 0) == 42
+    again.stopService()
+
+
+def test_from_broker_config(tmp_path):
+    broker = BrokerConfig.from_dict({"broker.id": "1", "zookeeper.connect": "zk:2181",
+                                     "log.dirs": f"{tmp_path}/x,{tmp_path}/y",
+                                     "log.segment.bytes": "12345"})
+    manager = LogManager.from_broker_config(broker, _clock())
+    assert manager.data_dirs == [f"{tmp_path}/x", f"{tmp_path}/y"]
+    assert manager.default_config.segment_bytes == 12345
+    assert manager.retention_check_interval_ms == 300000
