@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 _PREFIX = struct.Struct(">qii")
 assert hdr.BASE_OFFSET_POS == 0 and hdr.LENGTH_POS == 8 and hdr.LEADER_EPOCH_POS == 12
 _PREFIX_SIZE = _PREFIX.size  # 16
+_MAX_RELATIVE = 0x7FFFFFFF  # offsets relative to a segment's base are int32
 _COPY_ABOVE_BATCHES = 256    # more batches than this: one copy beats hundreds of iovecs
 
 # positions in the tuple header.HEADER.unpack_from returns (BatchHeader's field order)
@@ -392,7 +393,7 @@ class Log:
 
         try:
             segment = self._maybe_roll(total, first_offset, last_offset)
-            segment.append(data, last_offset, max_ts, offset_of_max, batches)
+            segment.append(data, last_offset, max_ts, offset_of_max, batches, total)
         except OSError as exc:
             raise KafkaStorageError(
                 f"cannot append {total} bytes to {self.name} in {self.dir}: "
@@ -409,14 +410,10 @@ class Log:
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int) -> LogSegment:
         segment = self._segments[-1]
         config = self.config
-        if segment.size == 0:
-            if not segment.can_hold(last_offset):
-                return self.roll(first_offset)
-            return segment
-        if (segment.size > config.segment_bytes - size
-                or self._clock() - segment.created_ms > config.segment_ms
-                or segment.index_full()
-                or not segment.can_hold(last_offset)):
+        used = segment._size
+        if (last_offset - segment.base_offset > _MAX_RELATIVE
+                or used and (used > config.segment_bytes - size or segment.full
+                             or self._clock() - segment.created_ms > config.segment_ms)):
             return self.roll(first_offset)
         return segment
 

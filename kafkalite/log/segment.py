@@ -96,6 +96,8 @@ class LogSegment:
         self._max_timestamp = -1
         self._offset_of_max_timestamp = base_offset
         self._bytes_since_index = 0
+        #: an index is full: the Log must roll before the next append
+        self.full = False
         self.created_ms = self._clock()
         self.truncated_bytes = 0
         self._closed = False
@@ -129,7 +131,7 @@ class LogSegment:
         return self._size == 0
 
     def index_full(self) -> bool:
-        return self.index.is_full or self.time_index.is_full
+        return self.full
 
     def can_hold(self, last_offset: int) -> bool:
         """Whether ``last_offset`` fits the 32-bit relative offsets of the indexes."""
@@ -242,6 +244,7 @@ class LogSegment:
         self._max_timestamp = max_ts
         self._offset_of_max_timestamp = offset_of_max
         self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
+        self._update_full()
 
     def recover(self) -> int:
         """Verify every batch (length, CRC, offsets increasing), rebuild both indexes, and cut the
@@ -277,7 +280,11 @@ class LogSegment:
         self._size = valid
         self.index.write()
         self.time_index.write()
+        self._update_full()
         return truncated
+
+    def _update_full(self) -> None:
+        self.full = self.index.is_full or self.time_index.is_full
 
     def _index_batch(self, pos: int, base: int, last: int, max_ts: int, size: int,
                      interval: int) -> None:
@@ -285,60 +292,66 @@ class LogSegment:
             self._max_timestamp = max_ts
             self._offset_of_max_timestamp = last
         if self._bytes_since_index > interval:
-            self.index.append(base, pos)
+            index = self.index
+            index.append(base, pos)
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_index = 0
+            if len(index) >= index.max_entries or self.time_index.is_full:
+                self.full = True
         self._bytes_since_index += size
 
     # --- appending --------------------------------------------------------------------------------
     def append(self, data, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int,
-               batches: Sequence[tuple[int, int, int, int]] | None = None) -> int:
+               batches: Sequence[tuple[int, int, int, int]] | None = None,
+               size: int | None = None) -> int:
         """Append whole batches; returns the position they start at.
 
-        ``data`` is a bytes-like object or a list of them (written with one ``writev``).
-        ``batches`` lists ``(position_in_data, base_offset, last_offset, max_timestamp)`` per
-        batch so that index entries land on batch boundaries (the time index records a batch's
-        last offset with its max timestamp, as Kafka does without decoding records); without it
-        ``data`` (then one bytes-like object) is indexed as one unit starting at its first
-        batch's base offset, with ``max_timestamp`` at ``offset_of_max_timestamp``. On an OSError the file is cut back
-        to its previous size and the error re-raised.
+        ``data`` is a bytes-like object or a list of them (written with one ``writev``);
+        ``size`` may give its total length. ``batches`` lists ``(position_in_data,
+        base_offset, last_offset, max_timestamp)`` per batch so that index entries land on
+        batch boundaries (the time index records a batch's last offset with its max timestamp,
+        as Kafka does without decoding records); without it ``data`` (then one bytes-like
+        object) is indexed as one unit starting at its first batch's base offset, with
+        ``max_timestamp`` at ``offset_of_max_timestamp``. On an OSError the file is cut back to
+        its previous size and the error re-raised.
         """
         if self._closed:
             raise KafkaStorageError(f"segment {self.log_path} is closed")
         start = self._size
-        if isinstance(data, (list, tuple)):
-            total = sum(map(len, data))
-        else:
-            total = len(data)
+        is_list = type(data) is list or type(data) is tuple
+        total = size if size is not None else sum(map(len, data)) if is_list else len(data)
         if total == 0:
             return start
         if start + total > 0x7FFFFFFF:
             raise KafkaStorageError(f"segment {self.log_path} would exceed 2 GiB")
         try:
-            self._write(data, total)
+            self._write(data, total, is_list)
         except OSError:
             self._cut_back(start)
             raise
         self._size = start + total
         interval = self.config.index_interval_bytes
         if batches is None:
-            if isinstance(data, (list, tuple)):
+            if is_list:
                 raise ValueError("a list of buffers needs its batches listed")
             first = int.from_bytes(memoryview(data)[:8], "big", signed=True)
-            batches = ((0, first, offset_of_max_timestamp, max_timestamp),)
-            sizes = (total,)
+            self._index_batch(start, first, offset_of_max_timestamp, max_timestamp, total,
+                              interval)
+        elif len(batches) == 1:
+            _rel, base, last, max_ts = batches[0]
+            self._index_batch(start, base, last, max_ts, total, interval)
         else:
-            sizes = [batches[i + 1][0] - batches[i][0] for i in range(len(batches) - 1)]
-            sizes.append(total - batches[-1][0])
-        index_batch = self._index_batch
-        for (rel, base, last, max_ts), size in zip(batches, sizes):
-            index_batch(start + rel, base, last, max_ts, size, interval)
+            index_batch = self._index_batch
+            ends = [b[0] for b in batches[1:]]
+            ends.append(total)
+            for (rel, base, last, max_ts), end in zip(batches, ends):
+                index_batch(start + rel, base, last, max_ts, end - rel, interval)
         self._next_offset = last_offset + 1
         return start
 
-    def _write(self, data, total: int) -> None:
+    def _write(self, data, total: int, is_list: bool) -> None:
         fd = self._fd
-        if isinstance(data, (list, tuple)):
+        if is_list:
             if len(data) <= _IOV_MAX:
                 written = os.writev(fd, data)
                 if written == total:
@@ -475,6 +488,7 @@ class LogSegment:
         self._max_timestamp = max_ts
         self._offset_of_max_timestamp = offset_of_max
         self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
+        self._update_full()
 
     def seal(self) -> None:
         """The segment stops being active: record its final max timestamp and write indexes."""

@@ -106,6 +106,7 @@ class LocalCluster:
     start_timeout_s: float = 60.0
     python: str = sys.executable
     first_broker_id: int = 1
+    base_port: int | None = None   # fixed ports base_port, base_port+1, ... instead of free ones
 
     def __post_init__(self):
         self._own_workdir = self.workdir is None
@@ -116,7 +117,8 @@ class LocalCluster:
         for index in range(self.num_brokers):
             broker_id = self.first_broker_id + index
             self.brokers[broker_id] = BrokerProcess(
-                broker_id=broker_id, port=free_port(),
+                broker_id=broker_id,
+                port=free_port() if self.base_port is None else self.base_port + index,
                 log_dir=os.path.join(self.workdir, f"broker-{broker_id}-data"),
                 log_path=os.path.join(self.workdir, f"broker-{broker_id}.log"),
                 overrides=dict(self.overrides))
