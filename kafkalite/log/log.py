@@ -319,6 +319,9 @@ class Log:
         batches_in = _scan_request(view, assign_offsets)
         if not batches_in:
             return AppendInfo(-1, -1, -1, -1, 0, 0, -1, self.log_start_offset)
+        if (len(batches_in) == 1 and assign_offsets
+                and self.config.message_timestamp_type != "LogAppendTime"):
+            return self._append_one(view, batches_in[0][2], leader_epoch)
         max_message = self.config.max_message_bytes
         for _pos, size, _f in batches_in:
             if size > max_message:
@@ -405,6 +408,32 @@ class Log:
         for _pos, _size, f in batches_in:
             count += f[_F_RECORD_COUNT]
         return AppendInfo(first_offset, last_offset, max_ts, now, count, total, offset_of_max,
+                          self.log_start_offset)
+
+    def _append_one(self, view: memoryview, f: tuple, leader_epoch: int | None) -> AppendInfo:
+        """The common case of ``append``: one producer batch, CreateTime."""
+        size = len(view)
+        config = self.config
+        if size > config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes} "
+                f"of {self.name}")
+        base = self._segments[-1]._next_offset
+        last = base + f[_F_LAST_DELTA]
+        max_ts = f[_F_MAX_TS]
+        data = [_PREFIX.pack(base, f[_F_LENGTH],
+                             f[_F_EPOCH] if leader_epoch is None else leader_epoch),
+                view[_PREFIX_SIZE:]]
+        try:
+            segment = self._maybe_roll(size, base, last)
+            segment.append(data, last, max_ts, last, ((0, base, last, max_ts),), size)
+        except OSError as exc:
+            raise KafkaStorageError(
+                f"cannot append {size} bytes to {self.name} in {self.dir}: "
+                f"{exc.strerror or exc}") from exc
+        if last + 1 - self.recovery_point >= config.flush_messages:
+            self.flush()
+        return AppendInfo(base, last, max_ts, -1, f[_F_RECORD_COUNT], size, last,
                           self.log_start_offset)
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int) -> LogSegment:

@@ -1,0 +1,153 @@
+"""ReplicaManager over real logs in a temp dir, with time driven by task.Clock."""
+
+import time
+
+import pytest
+from twisted.internet.task import Clock
+
+from kafkalite import errors
+from kafkalite.config import TopicConfig
+from kafkalite.log.manager import LogManager
+from kafkalite.protocol import messages as m
+from kafkalite.record import build_batch, iter_records
+from kafkalite.server.replica_manager import ReplicaManager
+
+
+def _batch(n=3):
+    now = int(time.time() * 1000)
+    return build_batch([(now + i, b"k", b"v%d" % i, None) for i in range(n)])
+
+
+class Harness:
+    def __init__(self, tmp_path, broker_id=1, min_isr=1):
+        self.clock = Clock()
+        self.clock.advance(1000)
+        config = TopicConfig(min_insync_replicas=min_isr)
+        self.logs = LogManager([str(tmp_path / f"b{broker_id}")], config, self.clock)
+        self.logs.startService()
+        self.isr_changes = []
+        self.manager = ReplicaManager(
+            broker_id, self.logs, self.clock, lambda: int(self.clock.seconds() * 1000),
+            topic_config=lambda t: config, replica_lag_time_max_ms=10000,
+            isr_change_callback=lambda p, isr: self.isr_changes.append((p.tp, isr)))
+        self.manager.start()
+
+    def lead(self, replicas, isr, epoch=0, leader=1, controller_epoch=1):
+        state = m.LeaderAndIsrPartitionState("t", 0, controller_epoch, leader, epoch, isr, 0,
+                                             replicas)
+        return self.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
+            controller_id=1, controller_epoch=controller_epoch, partition_states=[state]))
+
+    def produce(self, acks, n=3, timeout_ms=5000):
+        return self.manager.append_records(m.ProduceRequest(
+            acks=acks, timeout_ms=timeout_ms, topic_data={"t": {0: _batch(n)}}))
+
+    def fetch(self, offset, replica_id=-1, max_wait_ms=0, min_bytes=1):
+        return self.manager.fetch(m.FetchRequest(
+            replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, topics=[
+                m.FetchTopic("t", [m.FetchPartition(0, offset, 1 << 20)])]))
+
+
+def _resolved(result):
+    if hasattr(result, "addCallback"):
+        box = []
+
+        def keep(value):
+            box.append(value)
+            return value   # leave the result in place for the next look
+        result.addCallback(keep)
+        return box[0] if box else None
+    return result
+
+
+def test_acks_all_waits_for_the_isr_then_answers(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2])
+    pending = h.produce(acks=-1)
+    assert _resolved(pending) is None                     # follower 2 has not fetched yet
+    consumer = _resolved(h.fetch(0))
+    assert consumer.responses[0].partitions[0].records == b""   # not committed: invisible
+    h.fetch(0, replica_id=2)                              # follower fetches the records...
+    assert _resolved(pending) is None
+    h.fetch(3, replica_id=2)                              # ...and its next fetch says it has them
+    response = _resolved(pending)
+    assert response.responses["t"][0].error_code == 0
+    assert response.responses["t"][0].base_offset == 0
+    records = list(iter_records(_resolved(h.fetch(0)).responses[0].partitions[0].records))
+    assert [r.offset for r in records] == [0, 1, 2]
+
+
+def test_acks_all_times_out_with_request_timed_out(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2])
+    pending = h.produce(acks=-1, timeout_ms=200)
+    h.clock.advance(0.2)
+    result = _resolved(pending).responses["t"][0]
+    assert result.error_code == errors.RequestTimedOutError.code
+
+
+def test_not_enough_replicas_before_append(tmp_path):
+    h = Harness(tmp_path, min_isr=2)
+    h.lead([1, 2], [1])
+    result = _resolved(h.produce(acks=-1)).responses["t"][0]
+    assert result.error_code == errors.NotEnoughReplicasError.code
+    assert h.manager.partitions[("t", 0)].log_end_offset == 0     # nothing appended
+    assert _resolved(h.produce(acks=1)).responses["t"][0].error_code == 0
+
+
+def test_isr_shrinks_after_lag_and_expands_on_catch_up(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2])
+    h.produce(acks=1)
+    h.clock.advance(11)                                    # > replica.lag.time.max.ms
+    assert h.isr_changes[-1] == (("t", 0), [1])
+    h.manager.isr_changed(h.manager.partitions[("t", 0)], [1], 1)
+    h.fetch(3, replica_id=2)                               # caught up to the HW
+    assert h.isr_changes[-1] == (("t", 0), [1, 2])
+
+
+def test_long_poll_wakes_on_append(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1], [1])
+    waiting = h.fetch(0, max_wait_ms=5000)
+    assert _resolved(waiting) is None
+    h.produce(acks=1)
+    response = _resolved(waiting)
+    assert len(list(iter_records(response.responses[0].partitions[0].records))) == 3
+
+
+def test_long_poll_times_out_empty(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1], [1])
+    waiting = h.fetch(0, max_wait_ms=500)
+    h.clock.advance(0.5)
+    assert _resolved(waiting).responses[0].partitions[0].records == b""
+
+
+def test_stale_controller_epoch_is_rejected(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1], [1], controller_epoch=5)
+    response = h.lead([1], [1], epoch=1, controller_epoch=4)
+    assert response.error_code == errors.StaleControllerEpochError.code
+    assert h.manager.partitions[("t", 0)].leader_epoch == 0
+
+
+def test_follower_rejects_produce_and_fetch(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2], leader=2)
+    assert _resolved(h.produce(acks=1)).responses["t"][0].error_code == \
+        errors.NotLeaderForPartitionError.code
+    assert _resolved(h.fetch(0)).responses[0].partitions[0].error_code == \
+        errors.NotLeaderForPartitionError.code
+
+
+def test_offsets_for_leader_epoch(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1], [1], epoch=0)
+    h.produce(acks=1)                # offsets 0-2 in epoch 0
+    h.lead([1], [1], epoch=3)
+    h.produce(acks=1)                # offsets 3-5 in epoch 3
+    partition = h.manager.partitions[("t", 0)]
+    assert partition.end_offset_for_epoch(0) == (0, 3)
+    assert partition.end_offset_for_epoch(1) == (0, 3)
+    assert partition.end_offset_for_epoch(3) == (3, 6)
