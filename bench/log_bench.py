@@ -12,7 +12,10 @@ rounds (best round reported):
 * append: ``Log.append`` of the same bytes (validation, CRC, offset assignment, write; no fsync);
 * read: ``Log.read`` of 1 MiB at a time from offset 0 to the end, as a consumer would.
 
-The goal is append >= 70% of the raw rate.
+It prints each round, the best rates, and the append/raw ratio (best against best, and the median
+of the per-round ratios). The goal is append >= 70% of the raw rate. What the log adds to a raw
+write is mostly the CRC32C check of every batch (about 4 us per 109 KB); the batch bodies are
+written from the request buffer with ``writev`` and never copied in Python.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import cProfile
 import os
 import pstats
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -114,16 +118,23 @@ def main(argv=None) -> int:
     directory = tempfile.mkdtemp(prefix="log-bench-", dir=args.dir or os.getcwd())
     try:
         raw_best = append_best = read_best = float("inf")
+        ratios = []
         for round_no in range(args.repeat):
-            raw = raw_write(directory, batches)
+            # alternate which goes first, so background writeback hurts both alike
+            if round_no % 2 == 0:
+                raw = raw_write(directory, batches)
             appended, log = log_append(directory, batches,
                                        profile=args.profile and round_no == 0)
             read, read_bytes = log_read(log)
             assert read_bytes == total_bytes, (read_bytes, total_bytes)
             log.delete()
+            if round_no % 2 == 1:
+                raw = raw_write(directory, batches)
+            ratios.append(raw / appended)
             print(f"round {round_no + 1}: raw {total_bytes / raw / 1e6:8.1f} MB/s   "
                   f"append {total_bytes / appended / 1e6:8.1f} MB/s   "
-                  f"read {total_bytes / read / 1e6:8.1f} MB/s", flush=True)
+                  f"read {total_bytes / read / 1e6:8.1f} MB/s   "
+                  f"append/raw {raw / appended:6.1%}", flush=True)
             raw_best, append_best = min(raw_best, raw), min(append_best, appended)
             read_best = min(read_best, read)
     finally:
@@ -137,7 +148,8 @@ def main(argv=None) -> int:
     print(f"raw sequential write (no fsync): {rate(raw_best)}")
     print(f"log append           (no fsync): {rate(append_best)}")
     print(f"log read (1 MiB fetches)       : {rate(read_best)}")
-    print(f"append / raw                   : {raw_best / append_best:8.1%}")
+    print(f"append / raw (best vs best)    : {raw_best / append_best:8.1%}")
+    print(f"append / raw (median of rounds): {statistics.median(ratios):8.1%}")
     return 0
 
 

@@ -178,9 +178,8 @@ class BrokerConnection:
         return self._pending[0].deadline if self._pending else None
 
     def fileno(self) -> int:
-        if self._sock is None:
-            raise NetworkError(f"connection to {self.address} is not open")
-        return self._sock.fileno()
+        """The socket's descriptor (for select/selectors), -1 when closed (as a socket's)."""
+        return -1 if self._sock is None else self._sock.fileno()
 
     def close(self, reason: str | None = None) -> None:
         """Close the socket; pending requests are abandoned. Safe to call twice."""

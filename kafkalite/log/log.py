@@ -331,7 +331,9 @@ class Log:
 
         total = len(view)
         leo = self._segments[-1].next_offset
-        log_append_time = self.config.message_timestamp_type == "LogAppendTime"
+        # followers keep the leader's timestamps; only a leader stamps LogAppendTime
+        log_append_time = (assign_offsets
+                           and self.config.message_timestamp_type == "LogAppendTime")
         now = self._clock() if log_append_time else -1
         batches = []  # (position in request, base offset, last offset, max timestamp)
         if assign_offsets:
@@ -358,7 +360,7 @@ class Log:
                 expected = last + 1
 
         # the data to write: patched prefixes + untouched bodies, or one patched copy
-        if log_append_time and assign_offsets:
+        if log_append_time:
             buf = bytearray(view)
             for pos, base, _last, _ts in batches:
                 hdr.set_base_offset(buf, pos, base)

@@ -193,7 +193,7 @@ class LogManager(service.Service):
         """The partition's log, created in the data dir with the fewest partitions if needed.
         A given ``config`` becomes the topic's config (applied to an existing log too)."""
         tp = (topic, partition)
-        if config is not None and self._topic_configs.get(topic) is not config:
+        if config is not None and self._topic_configs.get(topic) != config:
             self.update_config(topic, config)
         existing = self._logs.get(tp)
         if existing is not None:

@@ -22,7 +22,6 @@ import errno
 import logging
 import os
 import time
-from bisect import bisect_right
 from typing import Callable, Iterator, Sequence
 
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
@@ -226,7 +225,11 @@ class LogSegment:
         if self.index.entries:
             next_offset = last_offset
         try:
-            for _pos, f in self._batches(last_pos):
+            for pos, f in self._batches(last_pos):
+                if pos == last_pos and self.index.entries and f[F_BASE_OFFSET] != last_offset:
+                    raise _error(pos, f"the last index entry says offset {last_offset} is at "
+                                      f"byte {pos}, the batch there starts at "
+                                      f"{f[F_BASE_OFFSET]}")
                 next_offset = f[F_BASE_OFFSET] + f[F_LAST_DELTA] + 1
                 if f[F_MAX_TS] > max_ts:
                     max_ts = f[F_MAX_TS]
@@ -561,7 +564,3 @@ def _error(position: int, message: str) -> CorruptRecordError:
 def _corrupt(position: int, message: str):
     raise _error(position, message)
 
-
-def floor_segment(bases: list[int], offset: int) -> int:
-    """Index of the last base offset <= ``offset`` in the sorted ``bases`` (-1 if none)."""
-    return bisect_right(bases, offset) - 1

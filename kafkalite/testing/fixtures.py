@@ -32,7 +32,8 @@ def kafkalite_cluster_factory(zk_connect: str, tmp_path_factory: Any,
         return cluster
 
     yield make
-    failed = getattr(request.node, "_kafkalite_failed", False)
+    call_report = getattr(request.node, "_kafkalite_report_call", None)
+    failed = call_report is None or call_report.failed
     for cluster in made:
         if failed:
             print(cluster.describe_logs())

@@ -135,3 +135,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _state.get("kept_workdir"):
         terminalreporter.write_line(
             f"kafkalite: ZooKeeper data and log kept for inspection in {_state['kept_workdir']}")
+
+
+# fixtures that start real brokers (they import the broker machinery only when used)
+from kafkalite.testing.fixtures import (  # noqa: E402,F401
+    bootstrap_servers, kafkalite_broker, kafkalite_cluster, kafkalite_cluster_factory)

@@ -416,13 +416,13 @@ class ZooKeeperServer:
                  tick_time_ms: int = 500, min_session_timeout_ms: int = 1000,
                  max_session_timeout_ms: int = 60_000, startup_timeout_s: float = 60.0,
                  extra_config: dict[str, Any] | None = None):
+        self.install = install or find_zookeeper_install()
         self._own_workdir = workdir is None
         self.workdir = (tempfile.mkdtemp(prefix="kafkalite-zk-") if workdir is None
                         else os.path.abspath(os.fspath(workdir)))
         os.makedirs(self.workdir, exist_ok=True)
         self.host = host
         self.port = port if port is not None else free_port(host)
-        self.install = install or find_zookeeper_install()
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -527,11 +527,11 @@ class ZooKeeperEnsemble:
         if size < 1:
             raise ValueError("an ensemble needs at least one node")
         self.size = size
+        self.install = install or find_zookeeper_install()
         self._own_workdir = workdir is None
         self.workdir = (tempfile.mkdtemp(prefix="kafkalite-zk-ensemble-") if workdir is None
                         else os.path.abspath(os.fspath(workdir)))
         self.host = host
-        self.install = install or find_zookeeper_install()
         self.startup_timeout_s = startup_timeout_s
         ports = free_ports(3 * size, host)
         self.client_ports = ports[0::3]

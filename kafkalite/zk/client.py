@@ -191,37 +191,47 @@ class ZkWatch:
 
     def _arm(self) -> None:
         """Read the znode and leave a watch (runs on a kazoo worker thread or the caller's)."""
-        kz = self._client._kazoo
+        client = self._client
+        kz = client._kazoo
         with self._lock:
             while not self._cancelled:
                 try:
                     if self.kind == "children":
                         try:
-                            value: Any = sorted(kz.get_children(self.path, watch=self._on_event))
+                            value: Any = sorted(client._wait(kz.get_children_async, self.path,
+                                                             self._on_event))
                         except NoNodeError:
-                            if kz.exists(self.path, watch=self._on_event) is not None:
+                            if client._wait(kz.exists_async, self.path, self._on_event) is not None:
                                 continue  # created in between: read its children
                             value = None
                     else:
                         try:
-                            data, stat = kz.get(self.path, watch=self._on_event)
+                            data, stat = client._wait(kz.get_async, self.path, self._on_event)
                             value = (data, stat.version)
                         except NoNodeError:
-                            if kz.exists(self.path, watch=self._on_event) is not None:
+                            if client._wait(kz.exists_async, self.path, self._on_event) is not None:
                                 continue
                             value = (None, None)
-                except (ConnectionLoss, SessionExpiredError, OperationTimeoutError):
-                    return  # re-armed when the connection comes back
+                except (ConnectionLoss, SessionExpiredError, OperationTimeoutError,
+                        KazooTimeoutError):
+                    if client.connected and not self._cancelled:  # a hiccup: try again soon
+                        client._spawn(self._arm_later)
+                    return  # otherwise re-armed when the connection comes back
                 except KazooException:
-                    log.exception("watch on %s failed", self.path)
+                    if not self._cancelled and client._started:
+                        log.exception("watch on %s failed", self.path)
                     return
                 if value != self._last:
                     self._last = value
                     if self.kind == "children":
-                        self._client._deliver(self._callback, value)
+                        client._deliver(self._callback, value)
                     else:
-                        self._client._deliver(self._callback, *value)
+                        client._deliver(self._callback, *value)
                 return
+
+    def _arm_later(self, delay_s: float = 0.2) -> None:
+        time.sleep(delay_s)
+        self._arm()
 
 
 # ------------------------------------------------------------------------------------------- client

@@ -18,9 +18,8 @@ from kafkalite.zk import (
 )
 from kafkalite.zk.twisted_bridge import TwistedZk
 from zk_schema import (
-    CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, PERSISTENT_PATHS, BrokerRegistration,
-    ConsumerRegistration, PartitionState, TopicAssignment, broker_path, config,
-    partition_state_path, topic_path,
+    CONTROLLER_EPOCH_PATH, PERSISTENT_PATHS, BrokerRegistration, ConsumerRegistration,
+    PartitionState, TopicAssignment, config, topic_path,
 )
 
 pytestmark = pytest.mark.integration

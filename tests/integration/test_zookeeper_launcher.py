@@ -17,7 +17,7 @@ from kafkalite.testing.zookeeper import (
     ZooKeeperStartError, expire_session, find_zookeeper_install, start_zookeeper, unique_chroot,
 )
 from kafkalite.zk import ZkClient, ZkState
-from zk_schema import BrokerRegistration, broker_path
+from zk_schema import BrokerRegistration
 
 pytestmark = pytest.mark.integration
 
@@ -309,3 +309,45 @@ def test_ensemble_survives_losing_one_node(tmp_path):
         client.stop()
         ensemble.stop()
     assert not any(ensemble.running(i) for i in range(3))
+
+
+# ------------------------------------------------------------------- Docker path (no engine here)
+
+class FakeDockerZooKeeper:
+    def __init__(self, image, fail=False):
+        self.image, self.fail, self.connect_string = image, fail, ""
+
+    def start(self):
+        if self.fail:
+            raise RuntimeError("cannot start container")
+        self.connect_string = "docker-host:32768"
+        return self
+
+    def describe(self):
+        return f"fake container {self.image}"
+
+
+def test_start_zookeeper_prefers_a_local_docker_image(monkeypatch):
+    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
+    monkeypatch.setattr(zkl, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
+    monkeypatch.setattr(zkl, "DockerZooKeeper", FakeDockerZooKeeper)
+    server = start_zookeeper()
+    assert isinstance(server, FakeDockerZooKeeper) and server.image == "zookeeper:3.8"
+
+
+def test_start_zookeeper_falls_back_when_docker_fails(monkeypatch, caplog, tmp_path):
+    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
+    monkeypatch.setattr(zkl, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
+    monkeypatch.setattr(zkl, "DockerZooKeeper", lambda image: FakeDockerZooKeeper(image, True))
+    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
+        server = start_zookeeper(tmp_path)
+    try:
+        assert isinstance(server, ZooKeeperServer) and server.running
+        assert any("Docker ZooKeeper failed" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()
+
+
+def test_docker_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("KAFKALITE_ZOOKEEPER_DOCKER", "0")
+    assert zkl.docker_zookeeper_image() == (None, "Docker disabled by KAFKALITE_ZOOKEEPER_DOCKER")

@@ -6,6 +6,8 @@ import errno
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logtools import (
     START_MS,
     FakeClock,
@@ -352,3 +354,41 @@ def test_closed_log_rejects_appends(tmp_path):
     log.close()
     with pytest.raises(KafkaStorageError):
         log.append(make_batch(1))
+
+
+@settings(deadline=None, max_examples=30)
+@given(sizes=st.lists(st.tuples(st.integers(1, 300), st.integers(1, 4)), min_size=1,
+                      max_size=40),
+       segment_bytes=st.integers(100, 2000), interval=st.integers(0, 1000),
+       probes=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 3000),
+                                 st.one_of(st.none(), st.integers(0, 200))),
+                       min_size=1, max_size=25))
+def test_reads_match_a_model(tmp_path_factory, sizes, segment_bytes, interval, probes):
+    """Any read returns the greedy prefix of whole batches a model of the log predicts."""
+    path = tmp_path_factory.mktemp("model") / "m-0"
+    log = Log(str(path), topic_config(segment_bytes=segment_bytes,
+                                      index_interval_bytes=interval), FakeClock())
+    model = []  # (base, last, size)
+    for records_len, count in sizes:
+        info = log.append(raw_batch(b"z" * records_len, count=count))
+        model.append((info.first_offset, info.last_offset, info.num_bytes))
+    leo = log.log_end_offset
+    for offset, max_bytes, max_offset in probes:
+        if offset > leo:
+            with pytest.raises(OffsetOutOfRangeError):
+                log.read(offset, max_bytes, max_offset)
+            continue
+        limit = leo if max_offset is None else min(max_offset, leo)
+        expected, used = [], 0
+        for base, last, size in model:
+            if last < offset or offset >= limit:
+                continue
+            if last >= limit or (expected and used + size > max_bytes):
+                break
+            expected.append((base, last))
+            used += size
+            if used >= max_bytes:
+                break
+        got = log.read(offset, max_bytes, max_offset)
+        assert offsets_of(got.records) == expected, (offset, max_bytes, max_offset)
+    log.close()

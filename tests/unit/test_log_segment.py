@@ -156,3 +156,19 @@ def test_lookups_match_linear_scan(tmp_path_factory, specs, interval, probes, ts
             assert (found[0] if found else None) == (want[0] if want else None)
     seg.close()
 
+
+
+def test_index_pointing_at_the_wrong_batch_is_rebuilt(tmp_path):
+    config = topic_config(index_interval_bytes=0)
+    seg = LogSegment(str(tmp_path), 0, config, FakeClock())
+    _fill(seg, [(30, 2, START_MS)] * 6, 0)
+    entries = [seg.index.entry(i) for i in range(seg.index.entries)]
+    seg.close()
+    index_path = segment_paths(str(tmp_path), 0)[1]
+    with open(index_path, "r+b") as f:  # last entry: right position, wrong offset
+        f.seek((len(entries) - 1) * 8)
+        f.write((entries[-1][0] + 1).to_bytes(4, "big"))
+    again = LogSegment(str(tmp_path), 0, config, FakeClock())
+    assert [again.index.entry(i) for i in range(again.index.entries)] == entries
+    assert again.next_offset == 12 and again.truncated_bytes == 0
+    again.close()

@@ -1,0 +1,320 @@
+"""The producer's record accumulator: per-partition batches waiting to be sent.
+
+``send()`` appends a ``(timestamp, key, value, headers)`` tuple to the partition's open batch
+under one short lock; nothing is encoded then. A batch *closes* when it reaches ``batch_size``
+(estimated bytes) and becomes *sendable* when closed, when ``linger_ms`` has passed since its
+first record, or when a flush or close is in progress.
+
+The sender thread ``drain``s: per partition whose leader is known and can take a request, it
+takes the sendable batches in order as ONE *unit* and the sender encodes the unit as a single
+record batch (``build_batch``, one msgpack call) outside the lock. Coalescing several closed
+``batch_size`` batches into one wire batch (up to ``coalesce_bytes``) is what lets one partition
+keep up with a fast producer while only one unit per partition is in flight: each unit's batches
+keep their own ``BatchResult``, resolved with ``base_offset + records before them``.
+
+Ordering: at most one unit per partition is in flight, and a unit to retry goes back in front of
+everything else of its partition, so a retry never lets a later record overtake an earlier one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+from kafkalite.client.future import BatchResult
+from kafkalite.errors import KafkaTimeoutError
+
+__all__ = ["ProducerBatch", "ProduceUnit", "RecordAccumulator"]
+
+
+class ProducerBatch:
+    """Records appended to one partition, not yet encoded."""
+
+    __slots__ = ("tp", "records", "size", "created", "result")
+
+    def __init__(self, tp, created: float):
+        self.tp = tp
+        self.records: list[tuple] = []
+        self.size = 0
+        self.created = created
+        self.result = BatchResult(tp[0], tp[1])
+
+    def __repr__(self) -> str:
+        return f"<ProducerBatch {self.tp[0]}-{self.tp[1]} {len(self.records)} records>"
+
+
+class ProduceUnit:
+    """Consecutive batches of one partition sent as one wire batch (``data``, built lazily)."""
+
+    __slots__ = ("tp", "batches", "size", "record_count", "data", "attempts", "retry_at",
+                 "created", "base_sequence", "no_coalesce")
+
+    def __init__(self, tp, batches: list[ProducerBatch], size: int):
+        self.tp = tp
+        self.batches = batches
+        self.size = size
+        self.record_count = sum(len(b.records) for b in batches)
+        self.data: bytes | None = None
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.created = batches[0].created
+        self.base_sequence = -1
+        self.no_coalesce = False
+
+    def records(self) -> list[tuple]:
+        if len(self.batches) == 1:
+            return self.batches[0].records
+        out: list[tuple] = []
+        for b in self.batches:
+            out.extend(b.records)
+        return out
+
+    def resolve(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+        offset = base_offset
+        for b in self.batches:
+            b.result.resolve(offset if base_offset >= 0 else -1, log_append_time,
+                             log_start_offset)
+            offset += len(b.records)
+
+    def fail(self, error: BaseException) -> None:
+        for b in self.batches:
+            b.result.fail(error)
+
+
+class _PartitionQueue:
+    __slots__ = ("open", "closed", "retry")
+
+    def __init__(self):
+        self.open: ProducerBatch | None = None
+        self.closed: deque[ProducerBatch] = deque()
+        self.retry: deque[ProduceUnit] = deque()
+
+    def empty(self) -> bool:
+        return self.open is None and not self.closed and not self.retry
+
+
+class RecordAccumulator:
+    """Per-partition queues of batches; thread-safe (one lock, held briefly)."""
+
+    def __init__(self, batch_size: int = 16384, linger_ms: float = 5,
+                 buffer_memory: int = 33554432, coalesce_bytes: int = 1 << 20,
+                 wakeup: Callable[[], None] | None = None):
+        self.batch_size = max(int(batch_size), 1)
+        self.linger = linger_ms / 1000
+        self.buffer_memory = buffer_memory
+        self.coalesce_bytes = max(coalesce_bytes, self.batch_size)
+        self._wakeup = wakeup or (lambda: None)
+        self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)
+        self._queues: dict[tuple, _PartitionQueue] = {}
+        self._incomplete: set[BatchResult] = set()
+        self.buffered = 0
+        self._flushing = 0
+        self._closing = False
+
+    # --- user side --------------------------------------------------------------------------
+    def append(self, tp, record: tuple, size: int, abort_on_new_batch: bool = False,
+               max_block: float = 60.0):
+        """Append ``record``; returns ``(BatchResult, index)``.
+
+        With ``abort_on_new_batch`` returns None instead of opening a new batch (the sticky
+        partitioner then moves on and the caller appends again). Blocks while the buffer is
+        full, up to ``max_block`` seconds (KafkaTimeoutError).
+        """
+        with self._lock:
+            if self.buffered + size > self.buffer_memory and self.buffered:
+                self._wait_for_space(size, max_block)
+            q = self._queues.get(tp)
+            if q is None:
+                q = self._queues[tp] = _PartitionQueue()
+            batch = q.open
+            if batch is None or batch.size + size > self.batch_size:
+                if abort_on_new_batch:
+                    return None
+                wake = True
+                if batch is not None:
+                    q.closed.append(batch)
+                batch = q.open = ProducerBatch(tp, time.monotonic())
+                self._incomplete.add(batch.result)
+            else:
+                wake = False
+            records = batch.records
+            index = len(records)
+            records.append(record)
+            batch.size += size
+            self.buffered += size
+            if batch.size >= self.batch_size:
+                q.closed.append(batch)
+                q.open = None
+                wake = True
+        if wake:
+            self._wakeup()
+        return batch.result, index
+
+    def _wait_for_space(self, size: int, max_block: float) -> None:
+        deadline = time.monotonic() + max_block
+        while self.buffered + size > self.buffer_memory and self.buffered:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"failed to allocate {size} bytes within {max_block * 1000:.0f} ms: the "
+                    f"producer's buffer ({self.buffer_memory} bytes) is full")
+            self._space.wait(remaining)
+
+    def begin_flush(self) -> list[BatchResult]:
+        """Make every batch sendable now; returns the results to wait for."""
+        with self._lock:
+            self._flushing += 1
+            pending = list(self._incomplete)
+        self._wakeup()
+        return pending
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushing -= 1
+
+    def begin_close(self) -> None:
+        with self._lock:
+            self._closing = True
+        self._wakeup()
+
+    # --- sender side ------------------------------------------------------------------------
+    def has_unsent(self) -> bool:
+        with self._lock:
+            return any(not q.empty() for q in self._queues.values())
+
+    def incomplete_count(self) -> int:
+        return len(self._incomplete)
+
+    def drain(self, now: float, leader_for: Callable, can_send: Callable[[int], bool],
+              in_flight: set, max_request_size: int):
+        """Take the sendable units, grouped by leader.
+
+        Returns ``(units_by_node, next_check, unknown_leaders)``: ``next_check`` is the delay in
+        seconds until another batch becomes sendable (None: nothing waits on time), and
+        ``unknown_leaders`` is True if some partition with data has no known leader.
+        """
+        by_node: dict[int, list[ProduceUnit]] = {}
+        budget: dict[int, int] = {}
+        next_check: float | None = None
+        unknown = False
+        linger = self.linger
+        with self._lock:
+            force = self._flushing > 0 or self._closing
+            for tp, q in self._queues.items():
+                if tp in in_flight or q.empty():
+                    continue
+                if q.retry:
+                    unit = q.retry[0]
+                    if unit.retry_at > now:
+                        delay = unit.retry_at - now
+                        next_check = delay if next_check is None else min(next_check, delay)
+                        continue
+                else:
+                    unit = None
+                    if not q.closed:
+                        batch = q.open
+                        ready_at = batch.created + linger
+                        if ready_at > now and not force:
+                            delay = ready_at - now
+                            next_check = delay if next_check is None else min(next_check, delay)
+                            continue
+                node = leader_for(tp)
+                if node is None:
+                    unknown = True
+                    continue
+                left = budget.get(node)
+                if left is None:
+                    if not can_send(node):
+                        continue
+                    left = max_request_size
+                elif left <= 0:
+                    continue
+                if unit is not None:
+                    q.retry.popleft()
+                else:
+                    unit = self._take(q, tp, now, force, min(left, self.coalesce_bytes))
+                budget[node] = left - unit.size
+                by_node.setdefault(node, []).append(unit)
+                in_flight.add(tp)
+        return by_node, next_check, unknown
+
+    def _take(self, q: _PartitionQueue, tp, now: float, force: bool, limit: int) -> ProduceUnit:
+        batches: list[ProducerBatch] = []
+        size = 0
+        closed = q.closed
+        while closed and (not batches or size + closed[0].size <= limit):
+            b = closed.popleft()
+            batches.append(b)
+            size += b.size
+        if not closed and q.open is not None and (not batches or size + q.open.size <= limit):
+            batches.append(q.open)
+            size += q.open.size
+            q.open = None
+        return ProduceUnit(tp, batches, size)
+
+    def reenqueue(self, unit: ProduceUnit) -> None:
+        """Put a unit back in front of its partition (to retry after ``unit.retry_at``)."""
+        with self._lock:
+            q = self._queues.get(unit.tp)
+            if q is None:
+                q = self._queues[unit.tp] = _PartitionQueue()
+            q.retry.appendleft(unit)
+
+    def reenqueue_split(self, unit: ProduceUnit, retry_at: float) -> None:
+        """Retry a too-large coalesced unit as one unit per original batch, in order."""
+        with self._lock:
+            q = self._queues.get(unit.tp)
+            if q is None:
+                q = self._queues[unit.tp] = _PartitionQueue()
+            parts = []
+            for b in unit.batches:
+                part = ProduceUnit(unit.tp, [b], b.size)
+                part.attempts = unit.attempts
+                part.retry_at = retry_at
+                part.no_coalesce = True
+                parts.append(part)
+            q.retry.extendleft(reversed(parts))
+
+    def completed(self, unit: ProduceUnit) -> None:
+        """The unit is resolved or failed: release its memory."""
+        with self._lock:
+            self.buffered -= unit.size
+            for b in unit.batches:
+                self._incomplete.discard(b.result)
+            self._space.notify_all()
+
+    def expire(self, now: float, delivery_timeout: float, in_flight: set) -> list:
+        """Remove units/batches older than ``delivery_timeout`` that are not in flight."""
+        expired: list[tuple[ProduceUnit, str]] = []
+        with self._lock:
+            for tp, q in self._queues.items():
+                if tp in in_flight or q.empty():
+                    continue
+                while q.retry and now - q.retry[0].created >= delivery_timeout:
+                    expired.append((q.retry.popleft(), "waiting to be retried"))
+                while q.closed and now - q.closed[0].created >= delivery_timeout:
+                    b = q.closed.popleft()
+                    expired.append((ProduceUnit(tp, [b], b.size), "waiting in the accumulator"))
+                if (not q.closed and not q.retry and q.open is not None
+                        and now - q.open.created >= delivery_timeout):
+                    b, q.open = q.open, None
+                    expired.append((ProduceUnit(tp, [b], b.size), "waiting in the accumulator"))
+        return expired
+
+    def abort_all(self) -> list[ProduceUnit]:
+        """Take every unsent batch out (the producer is closing by force)."""
+        out: list[ProduceUnit] = []
+        with self._lock:
+            for tp, q in self._queues.items():
+                out.extend(q.retry)
+                q.retry.clear()
+                for b in q.closed:
+                    out.append(ProduceUnit(tp, [b], b.size))
+                q.closed.clear()
+                if q.open is not None:
+                    out.append(ProduceUnit(tp, [q.open], q.open.size))
+                    q.open = None
+        return out
