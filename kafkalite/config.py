@@ -173,6 +173,10 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               listeners_valid),
     ConfigDef("advertised.listeners", "list", None, "what the broker tells clients to connect "
               "to (default: listeners)", listeners_valid),
+    ConfigDef("inter.broker.listener.name", "string", None, "listener brokers use to reach "
+              "each other (default: the first in listeners)"),
+    ConfigDef("listener.security.protocol.map", "string", None, "accepted for compatibility; "
+              "every kafkalite listener is PLAINTEXT"),
     ConfigDef("log.dirs", "list", None, "directories holding the partition logs "
               "(default: log.dir)"),
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "log directory when log.dirs is unset"),
@@ -362,6 +366,17 @@ class BrokerConfig(_BrokerConfigBase):
         if self.broker_id < 0:
             raise ConfigError("broker.id must be set to a number >= 0 in server.properties "
                               "or with --override broker.id=N")
+        names = [listener.name for listener in self.listener_list]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"listeners {list(self.listeners)} use a name twice; each "
+                              "listener needs its own name, e.g. INTERNAL://:9092,EXTERNAL://:29092")
+        advertised = {listener.name for listener in self.advertised_listener_list}
+        if not advertised <= set(names):
+            raise ConfigError(f"advertised.listeners names {sorted(advertised - set(names))} "
+                              f"are not in listeners {names}")
+        if self.inter_broker_listener_name and self.inter_broker_listener_name not in names:
+            raise ConfigError(f"inter.broker.listener.name={self.inter_broker_listener_name} is "
+                              f"not one of the listeners {names}")
         if not self.zookeeper_connect:
             raise ConfigError("zookeeper.connect must be set, e.g. "
                               "zookeeper.connect=127.0.0.1:2181/kafkalite")
@@ -381,6 +396,10 @@ class BrokerConfig(_BrokerConfigBase):
     def advertised_listener_list(self) -> tuple[Listener, ...]:
         source = self.advertised_listeners or self.listeners
         return tuple(Listener.parse(item) for item in source)
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self.inter_broker_listener_name or self.listener_list[0].name
 
     @property
     def retention_ms(self) -> int:

@@ -55,17 +55,12 @@ class ControllerContext:
     def live_ids(self) -> set[int]:
         return set(self.live_brokers) - self.shutting_down
 
+    listener_name: str = "PLAINTEXT"   # the inter-broker listener
+
     def endpoint(self, broker_id: int) -> tuple[str, int]:
         registration = self.live_brokers[broker_id]
-        return registration.endpoint(_listener_of(registration)) or (registration.host,
-                                                                     registration.port)
-
-
-def _listener_of(registration) -> str:
-    """The inter-broker listener: the first endpoint's name."""
-    if registration.endpoints:
-        return registration.endpoints[0].split("://", 1)[0]
-    return "PLAINTEXT"
+        return registration.endpoint(self.listener_name) or (registration.host,
+                                                             registration.port)
 
 
 class Controller:
@@ -188,7 +183,7 @@ class Controller:
             self.channels = None
         if self._rebalance_loop is not None and self._rebalance_loop.running:
             self._rebalance_loop.stop()
-        self.context = ControllerContext()
+        self.context = ControllerContext(listener_name=self.config.inter_broker_listener)
         self.partition_states = StateTable("partition", PS.NON_EXISTENT)
 
     @defer.inlineCallbacks
@@ -254,7 +249,7 @@ class Controller:
 
     @defer.inlineCallbacks
     def _load_context(self):
-        context = ControllerContext()
+        context = ControllerContext(listener_name=self.config.inter_broker_listener)
         context.live_brokers = yield self.tzk.get_brokers()
         assignments = yield self.tzk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
@@ -439,7 +434,8 @@ class Controller:
         live = []
         for broker_id, registration in sorted(self.context.live_brokers.items()):
             host, port = self.context.endpoint(broker_id)
-            live.append(m.UpdateMetadataBroker(broker_id, host, port, registration.rack))
+            live.append(m.UpdateMetadataBroker(broker_id, host, port, registration.rack,
+                                               list(registration.endpoints)))
         for broker_id in brokers:
             if broker_id not in self.context.live_brokers:
                 continue

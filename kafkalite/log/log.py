@@ -312,9 +312,10 @@ class Log:
         malformed producer batch. An OSError while writing becomes KafkaStorageError and the
         partial write is cut back.
         """
-        self._check_open()
+        if self._closed:
+            raise KafkaStorageError(f"log {self.name} is closed")
         view = memoryview(records)
-        if view.ndim != 1 or view.itemsize != 1:
+        if type(records) is not bytes and (view.ndim != 1 or view.itemsize != 1):
             view = view.cast("B")
         batches_in = _scan_request(view, assign_offsets)
         if not batches_in:
@@ -456,24 +457,25 @@ class Log:
         leo = self.log_end_offset
         base = leo if new_base_offset is None else new_base_offset
         active = self._segments[-1]
-        if active.size == 0:
-            if active.base_offset == base:
-                return active
-            self._bases.pop()
-            self._segments.pop()
-            active.delete()
-        else:
-            if base < leo:
-                raise IllegalStateError(f"{self.name}: cannot roll at {base}, below the log end "
-                                        f"offset {leo}")
-            active.seal()
+        replace_empty = active.size == 0
+        if replace_empty and active.base_offset == base:
+            return active
+        if base < leo:
+            raise IllegalStateError(f"{self.name}: cannot roll at {base}, below the log end "
+                                    f"offset {leo}")
         log_path = segment_paths(self.dir, base)[0]
         if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
             raise KafkaStorageError(f"{self.name}: cannot roll, {log_path} already exists")
+        if not replace_empty:
+            active.seal()
         segment = LogSegment(self.dir, base, self.config, self._clock)
+        if replace_empty:  # an empty active segment is replaced, not kept
+            self._bases.pop()
+            self._segments.pop()
+            active.delete()
         self._add_segment(segment)
         fsync_dir(self.dir)
-        if active.size:
+        if not replace_empty:
             self._roll_flush_offset = max(self._roll_flush_offset or 0, base)
         log.debug("%s: rolled new segment at offset %d", self.name, base)
         return segment

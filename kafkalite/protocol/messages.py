@@ -686,9 +686,10 @@ class UpdateMetadataPartitionState(NamedTuple):
 
 class UpdateMetadataBroker(NamedTuple):
     id: Int32
-    host: str
+    host: str                        # the inter-broker listener's address
     port: Int32
     rack: str | None = None
+    endpoints: list[str] = []        # every advertised listener, "NAME://host:port"
 
 
 @_message(ApiKey.UPDATE_METADATA)

@@ -73,6 +73,9 @@ class KafkaApis:
         handler = self._handlers.get(header.api_key)
         if handler is None:
             raise errors.UnsupportedVersionError(f"api key {header.api_key} is not served")
+        if header.api_key == ApiKey.METADATA:
+            factory = getattr(protocol, "factory", None)
+            return handler(request, getattr(factory, "listener_name", None))
         return handler(request)
 
     # --- simple ones ----------------------------------------------------------------------------
@@ -122,7 +125,9 @@ class KafkaApis:
         return controller.controlled_shutdown(request.broker_id, request.broker_epoch)
 
     # --- metadata -------------------------------------------------------------------------------
-    def handle_metadata(self, request: m.MetadataRequest):
+    def handle_metadata(self, request: m.MetadataRequest, listener_name: str | None = None):
+        """Answer with the brokers' addresses on the listener this client connected to, so a
+        client inside a private network and one outside both get addresses they can reach."""
         if request.topics is None:
             names = self.metadata.topics()
         else:
@@ -144,7 +149,7 @@ class KafkaApis:
                 topics.append(m.MetadataTopic(errors.UnknownTopicOrPartitionError.code, name, []))
         for name in to_create:
             self._auto_create(name)
-        return m.MetadataResponse(brokers=self.metadata.broker_list(),
+        return m.MetadataResponse(brokers=self.metadata.broker_list(listener_name),
                                   cluster_id=self.broker.cluster_id,
                                   controller_id=self.metadata.controller_id, topics=topics)
 

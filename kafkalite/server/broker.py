@@ -69,7 +69,7 @@ class BrokerService(service.MultiService):
         self.fetchers = ReplicaFetcherManager(self)
         self.apis = KafkaApis(self)
         self.controller: Controller | None = None
-        self._listening_port = None
+        self._listening_ports: dict = {}
         self._loops: list[task.LoopingCall] = []
         self._pending_isr_notifications: set = set()
         self._registered = False
@@ -109,7 +109,7 @@ class BrokerService(service.MultiService):
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
-        self._bind_listener()
+        self._bind_listeners()
         await self._register()
         self.controller = Controller(self.broker_id, self.zk, self.tzk, self.reactor, config)
         self.controller.start()
@@ -120,24 +120,32 @@ class BrokerService(service.MultiService):
         log.info("broker %d started: listening on port %d, cluster id %s", self.broker_id,
                  self.port, self.cluster_id)
 
-    def _bind_listener(self) -> None:
-        listener = self.config.listener_list[0]
-        factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes)
-        self._listening_port = self.reactor.listenTCP(listener.port, factory,
-                                                      interface=listener.host or "0.0.0.0")
-        self.port = self._listening_port.getHost().port
+    def _bind_listeners(self) -> None:
+        """Bind every listener (e.g. INTERNAL for the compose network, EXTERNAL for the host)."""
+        for listener in self.config.listener_list:
+            factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes,
+                                    listener.name)
+            port = self.reactor.listenTCP(listener.port, factory,
+                                          interface=listener.host or "0.0.0.0")
+            self._listening_ports[listener.name] = port
+        inter = self.config.inter_broker_listener
+        self.port = self._listening_ports[inter].getHost().port
 
     def registration(self) -> BrokerRegistration:
+        """Every advertised listener as an endpoint; host/port are the inter-broker one's.
+        An advertised port 0 (or a listener bound to port 0) means the port actually bound."""
         advertised = self.config.advertised_listener_list
         endpoints = []
+        addresses = {}
         for item in advertised:
             host = item.host or "127.0.0.1"
-            port = item.port or self.port
+            port = item.port or self._listening_ports[item.name].getHost().port
             endpoints.append(format_endpoint(item.name, host, port))
-        first = advertised[0]
+            addresses[item.name] = (host, port)
+        inter = addresses.get(self.config.inter_broker_listener) or next(iter(addresses.values()))
         return BrokerRegistration(
-            broker_id=self.broker_id, host=first.host or "127.0.0.1",
-            port=first.port or self.port, endpoints=tuple(endpoints), rack=self.config.broker_rack,
+            broker_id=self.broker_id, host=inter[0],
+            port=inter[1], endpoints=tuple(endpoints), rack=self.config.broker_rack,
             timestamp_ms=int(time.time() * 1000),
             listener_security_protocol_map={item.name: "PLAINTEXT" for item in advertised})
 
@@ -279,8 +287,8 @@ class BrokerService(service.MultiService):
         for loop in self._loops:
             if loop.running:
                 loop.stop()
-        if self._listening_port is not None:
-            await self._listening_port.stopListening()
+        for port in self._listening_ports.values():
+            await port.stopListening()
         for connection in list(self.apis.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()

@@ -19,6 +19,13 @@ class BrokerEndpoint:
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple = ()     # (name, host, port) per advertised listener
+
+    def address(self, listener_name: str | None) -> tuple[str, int]:
+        for name, host, port in self.listeners:
+            if name == listener_name:
+                return host, port
+        return self.host, self.port
 
 
 class MetadataCache:
@@ -34,7 +41,8 @@ class MetadataCache:
         """Apply an UpdateMetadata; returns topics that were deleted (leader -2, as Kafka)."""
         self.controller_id = request.controller_id
         self.controller_epoch = request.controller_epoch
-        self.brokers = {b.id: BrokerEndpoint(b.id, b.host, b.port, b.rack)
+        self.brokers = {b.id: BrokerEndpoint(b.id, b.host, b.port, b.rack,
+                                             tuple(_parse_endpoint(e) for e in b.endpoints))
                         for b in request.live_brokers}
         deleted = []
         for state in request.partition_states:
@@ -80,6 +88,12 @@ class MetadataCache:
                 offline_replicas=[b for b in state.replicas if b not in self.brokers]))
         return m.MetadataTopic(NONE, topic, parts)
 
-    def broker_list(self) -> list[m.MetadataBroker]:
-        return [m.MetadataBroker(b.id, b.host, b.port, b.rack)
+    def broker_list(self, listener_name: str | None = None) -> list[m.MetadataBroker]:
+        return [m.MetadataBroker(b.id, *b.address(listener_name), b.rack)
                 for b in sorted(self.brokers.values(), key=lambda b: b.id)]
+
+
+def _parse_endpoint(text: str) -> tuple[str, str, int]:
+    name, rest = text.split("://", 1)
+    host, port = rest.rsplit(":", 1)
+    return name, host, int(port)

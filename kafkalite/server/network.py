@@ -116,9 +116,10 @@ class BrokerProtocol(KafkaWireProtocol):
 
 
 class BrokerFactory(Factory):
-    def __init__(self, handler, max_frame_bytes: int):
+    def __init__(self, handler, max_frame_bytes: int, listener_name: str = "PLAINTEXT"):
         self.handler = handler
         self.max_frame_bytes = max_frame_bytes
+        self.listener_name = listener_name
 
     def buildProtocol(self, addr):
         protocol = BrokerProtocol(self.handler, self.max_frame_bytes)

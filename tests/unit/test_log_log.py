@@ -20,6 +20,7 @@ from logtools import (
 
 from kafkalite.errors import (
     CorruptRecordError,
+    IllegalStateError,
     InvalidRecordError,
     KafkaStorageError,
     MessageTooLargeError,
@@ -391,4 +392,18 @@ def test_reads_match_a_model(tmp_path_factory, sizes, segment_bytes, interval, p
                 break
         got = log.read(offset, max_bytes, max_offset)
         assert offsets_of(got.records) == expected, (offset, max_bytes, max_offset)
+    log.close()
+
+
+def test_roll_rules(tmp_path):
+    log = _open(tmp_path)
+    assert log.roll() is log.active_segment  # empty active segment: nothing to do
+    log.append(make_batch(2))
+    with pytest.raises(IllegalStateError):
+        log.roll(1)
+    log.roll()
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    log.roll(10)  # an empty active segment is replaced
+    assert [s.base_offset for s in log.segments] == [0, 10]
+    assert not os.path.exists(os.path.join(log.dir, f"{2:020d}.log"))
     log.close()
