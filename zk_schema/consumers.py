@@ -59,6 +59,18 @@ def new_member_id(group: str, host: str, timestamp_ms: int, suffix: str | None =
 def owner_thread_id(member_id: str, thread: int = 0) -> str:
     return f"{member_id}-{int(thread)}"
 
+def _assignment(value, path: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list):
+        raise SchemaError(f"{path}: assignment must be a list of [topic, partition]")
+    out = []
+    for item in value:
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                or not isinstance(item[1], int) or isinstance(item[1], bool)):
+            raise SchemaError(f"{path}: assignment entries must be [topic, partition]")
+        out.append((item[0], item[1]))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class ConsumerRegistration:
     """A group member: its subscription (topic -> thread count) and pattern kind."""
@@ -67,18 +79,24 @@ class ConsumerRegistration:
     pattern: str = "static"
     timestamp_ms: int = 0
     zk_version: int | None = None
+    # kafkalite's addition: the partitions this member owned after its last rebalance, so that
+    # every member's sticky assignor starts from the same picture. Kafka's readers ignore it.
+    assignment: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self):
         if self.pattern not in PATTERNS:
             raise SchemaError(f"consumer pattern must be one of {PATTERNS}, got {self.pattern!r}")
 
     def encode(self) -> bytes:
-        return dump({
+        obj = {
             "version": 1,
             "subscription": {t: int(n) for t, n in self.subscription.items()},
             "pattern": self.pattern,
             "timestamp": str(self.timestamp_ms),
-        })
+        }
+        if self.assignment:
+            obj["assignment"] = [[t, int(p)] for t, p in self.assignment]
+        return dump(obj)
 
     @classmethod
     def decode(cls, data: bytes, zk_version: int | None = None, *,
@@ -92,6 +110,7 @@ class ConsumerRegistration:
             pattern=str_field(obj, "pattern", path),
             timestamp_ms=as_int(ts, path, "timestamp") if ts is not None else 0,
             zk_version=zk_version,
+            assignment=_assignment(obj.get("assignment", []), path),
         )
 
 @dataclass(frozen=True)

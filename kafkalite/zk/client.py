@@ -1011,6 +1011,11 @@ class ZkClient:
         self._create_ephemeral_checked(s_consumers.member_path(group, member_id),
                                        registration.encode())
 
+    def update_consumer_registration(self, group: str, member_id: str,
+                                     registration: ConsumerRegistration) -> None:
+        """Rewrite a live member's registration (its subscription or recorded assignment)."""
+        self.set_data(s_consumers.member_path(group, member_id), registration.encode())
+
     def unregister_consumer(self, group: str, member_id: str) -> bool:
         return self.delete(s_consumers.member_path(group, member_id))
 
