@@ -6,8 +6,9 @@ under one short lock; nothing is encoded then. A batch *closes* when it reaches 
 first record, or when a flush or close is in progress.
 
 The sender thread ``drain``s: per partition whose leader is known and can take a request, it
-takes the sendable batches in order as ONE *unit* and the sender encodes the unit as a single
-record batch (``build_batch``, one msgpack call) outside the lock. Coalescing several closed
+takes the sendable batches in order -- plus the open batch behind them, which would otherwise
+only wait for its linger -- as ONE *unit*, and the sender encodes the unit as a single record
+batch (``build_batch``, one msgpack call) outside the lock. Coalescing several closed
 ``batch_size`` batches into one wire batch (up to ``coalesce_bytes``) is what lets one partition
 keep up with a fast producer while only one unit per partition is in flight: each unit's batches
 keep their own ``BatchResult``, resolved with ``base_offset + records before them``.
@@ -100,12 +101,13 @@ class RecordAccumulator:
 
     def __init__(self, batch_size: int = 16384, linger_ms: float = 5,
                  buffer_memory: int = 33554432, coalesce_bytes: int = 1 << 20,
-                 wakeup: Callable[[], None] | None = None):
+                 wakeup: Callable[[], None] | None = None, max_block: float = 60.0):
         self.batch_size = max(int(batch_size), 1)
         self.linger = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.coalesce_bytes = max(coalesce_bytes, self.batch_size)
         self._wakeup = wakeup or (lambda: None)
+        self.max_block = max_block
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._queues: dict[tuple, _PartitionQueue] = {}
@@ -115,8 +117,7 @@ class RecordAccumulator:
         self._closing = False
 
     # --- user side --------------------------------------------------------------------------
-    def append(self, tp, record: tuple, size: int, abort_on_new_batch: bool = False,
-               max_block: float = 60.0):
+    def append(self, tp, record: tuple, size: int, abort_on_new_batch: bool = False):
         """Append ``record``; returns ``(BatchResult, index)``.
 
         With ``abort_on_new_batch`` returns None instead of opening a new batch (the sticky
@@ -125,7 +126,7 @@ class RecordAccumulator:
         """
         with self._lock:
             if self.buffered + size > self.buffer_memory and self.buffered:
-                self._wait_for_space(size, max_block)
+                self._wait_for_space(size, self.max_block)
             q = self._queues.get(tp)
             if q is None:
                 q = self._queues[tp] = _PartitionQueue()

@@ -356,7 +356,7 @@ class ClusterMetadata:
         while True:
             ready = (snap.has_all_leaders(topic) if require_all_leaders
                      else bool(snap.topics.get(topic)))
-            if ready and not (first and self._update_requested and topic not in snap.topics):
+            if ready:
                 return snap.topics[topic]
             code = snap.topic_errors.get(topic, 0)
             if code:

@@ -46,7 +46,6 @@ _unpack_header = HEADER.unpack_from
 _new = tuple.__new__
 _INT = frozenset({int})
 _BYTES_OR_NONE = frozenset({bytes, type(None)})
-_TUPLE = frozenset({tuple})
 _FIVE = frozenset({5})
 _NO_HEADERS = frozenset({()})
 
@@ -158,7 +157,10 @@ def _decode_batch(view, pos, size, base, attributes, last_delta, first_ts, max_t
         return None
     if not count:
         return []
-    if not _TUPLE.issuperset(map(type, rows)) or set(map(len, rows)) != _FIVE:
+    try:
+        if set(map(len, rows)) != _FIVE:
+            return None
+    except TypeError:
         return None
     deltas, ts_deltas, keys, values, headers = zip(*rows)
     if (not _INT.issuperset(map(type, deltas)) or not _INT.issuperset(map(type, ts_deltas))

@@ -40,7 +40,7 @@ from kafkalite.client.accumulator import ProduceUnit, RecordAccumulator
 from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID
 from kafkalite.client.future import FutureRecordMetadata
-from kafkalite.client.partitioner import DefaultPartitioner
+from kafkalite.client.partitioner import DefaultPartitioner, murmur2
 from kafkalite.errors import (
     IllegalStateError,
     KafkaError,
@@ -62,6 +62,7 @@ RECORD_OVERHEAD = 16
 HEADER_OVERHEAD = 6
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _MAX_COALESCE = 1 << 20  # stay under the broker's default max.message.bytes (1048588)
+_KEY_CACHE_SIZE = 65536
 
 
 def _headers_size(headers) -> tuple[tuple, int]:
@@ -134,7 +135,11 @@ class Producer:
         self._buffer_memory = buffer_memory
         self._max_block = max_block_ms / 1000
         self._partitioner = partitioner if partitioner is not None else DefaultPartitioner()
-        self._on_new_batch = getattr(self._partitioner, "on_new_batch", None)
+        default = type(self._partitioner) is DefaultPartitioner
+        # fast paths valid for Kafka's default partitioner only: the current sticky partition
+        # per topic, and murmur2 hashes of recently seen keys (independent of partition counts)
+        self._sticky: dict[str, int] | None = {} if default else None
+        self._key_hashes: dict[bytes, int] | None = {} if default else None
         self._cluster = ClusterMetadata(
             bootstrap_servers, client_id=self.config["client_id"],
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
@@ -146,6 +151,7 @@ class Producer:
         coalesce = max(batch_size, min(max_request_size, _MAX_COALESCE))
         self._sender = _Sender(self, coalesce, self._sender_died)
         self._accumulator = self._sender.accumulator
+        self._append = self._accumulator.append
         self._closed = False
         self._sender.start()
 
@@ -156,6 +162,8 @@ class Producer:
     def _on_metadata(self, snapshot) -> None:
         for topic, ids in snapshot.partition_ids.items():
             if ids:
+                if self._partitions.get(topic) != ids and self._sticky is not None:
+                    self._sticky.pop(topic, None)
                 self._partitions[topic] = ids
                 self._available[topic] = snapshot.available.get(topic) or ids
 
@@ -228,24 +236,55 @@ class Producer:
             raise TypeError(f"timestamp_ms must be an int, got {type(timestamp_ms).__name__}")
         record = (timestamp_ms, key, value, headers)
         if partition is None:
-            if key is None and self._on_new_batch is not None:
-                available = self._available.get(topic) or parts
-                partition = self._partitioner.partition(topic, None, parts, available)
-                got = self._accumulator.append((topic, partition), record, size, True,
-                                               self._max_block)
-                if got is None:
-                    self._on_new_batch(topic, parts, available)
-                    partition = self._partitioner.partition(topic, None, parts, available)
-                    got = self._accumulator.append((topic, partition), record, size, False,
-                                                   self._max_block)
-                return FutureRecordMetadata(got[0], got[1], timestamp_ms, key_size, value_size)
-            partition = self._partitioner.partition(topic, key, parts,
-                                                    self._available.get(topic) or parts)
+            if key is None:
+                if self._sticky is not None:
+                    # sticky partitioning (KIP-480): stay on a partition until its batch is full
+                    partition = self._sticky.get(topic)
+                    if partition is None:
+                        partition = self._pick_sticky(topic, parts, False)
+                    got = self._append((topic, partition), record, size, True)
+                    if got is None:
+                        partition = self._pick_sticky(topic, parts, True)
+                        got = self._append((topic, partition), record, size, False)
+                    return FutureRecordMetadata(got[0], got[1], timestamp_ms, key_size,
+                                                value_size)
+                partition = self._custom_partition(topic, None, parts)
+            elif self._key_hashes is not None:
+                h = self._key_hashes.get(key)
+                if h is None:
+                    if len(self._key_hashes) >= _KEY_CACHE_SIZE:
+                        self._key_hashes.clear()
+                    h = self._key_hashes[key] = murmur2(key) & 0x7FFFFFFF
+                partition = parts[h % len(parts)]
+            else:
+                partition = self._custom_partition(topic, key, parts)
         elif type(partition) is not int or not 0 <= partition < len(parts):
             parts = self._check_partition(topic, partition)
-        result, index = self._accumulator.append((topic, partition), record, size, False,
-                                                 self._max_block)
+        result, index = self._append((topic, partition), record, size, False)
         return FutureRecordMetadata(result, index, timestamp_ms, key_size, value_size)
+
+    def _custom_partition(self, topic: str, key, parts: list[int]) -> int:
+        """A user's partitioner: an object with ``partition(topic, key, partitions, available)``
+        (like DefaultPartitioner) or a kafka-python style ``fn(key, partitions, available)``."""
+        available = self._available.get(topic) or parts
+        p = self._partitioner
+        if hasattr(p, "partition"):
+            partition = p.partition(topic, key, parts, available)
+        else:
+            partition = p(key, parts, available)
+        if partition not in parts:
+            raise errors.UnknownTopicOrPartitionError(
+                f"the partitioner chose partition {partition!r}, which topic '{topic}' does not "
+                f"have")
+        return partition
+
+    def _pick_sticky(self, topic: str, parts: list[int], new_batch: bool) -> int:
+        available = self._available.get(topic) or parts
+        if new_batch:
+            self._partitioner.on_new_batch(topic, parts, available)
+        partition = self._partitioner.partition(topic, None, parts, available)
+        self._sticky[topic] = partition
+        return partition
 
     def _check_partition(self, topic: str, partition) -> list[int]:
         if type(partition) is not int or partition < 0:
@@ -346,7 +385,8 @@ class _Sender(threading.Thread):
         self._wake_w.setblocking(False)
         self._wake_pending = False
         self.accumulator = RecordAccumulator(cfg["batch_size"], cfg["linger_ms"],
-                                             cfg["buffer_memory"], coalesce_bytes, self.wakeup)
+                                             cfg["buffer_memory"], coalesce_bytes, self.wakeup,
+                                             producer._max_block)
         self.pool = self.cluster.pool()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
