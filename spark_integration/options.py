@@ -43,6 +43,7 @@ from spark_integration.offsets import EARLIEST, LATEST, OffsetSpec, TopicPartiti
 
 __all__ = [
     "OptionError", "Subscription", "ReadOptions", "WriteOptions", "parse_read_options",
+    "check_read_options",
     "parse_write_options", "parse_offset_spec", "parse_assign", "check_write_columns",
     "SUBSCRIPTION_OPTIONS",
 ]
@@ -425,6 +426,22 @@ def parse_read_options(options: Mapping[str, str] | None, *, streaming: bool) ->
                                            opts.get("kafkaconsumer.polltimeoutms"), 120_000),
         consumer_settings=_client_settings(opts, _CONSUMER_SETTINGS),
     )
+
+
+def check_read_options(options: Mapping[str, str] | None) -> None:
+    """The checks that hold for batch and streaming reads alike (run when a read is loaded)."""
+    opts = _lower(options)
+    for key, name in _UNSUPPORTED.items():
+        if key in opts:
+            raise OptionError(name, "is not supported by the kafkalite source")
+    _connection(opts)
+    Subscription.from_options(opts)
+    for option in ("startingOffsets", "endingOffsets"):
+        parse_offset_spec(option, opts.get(option.lower()), "latest")
+    parse_positive_int("maxOffsetsPerTrigger", opts.get("maxoffsetspertrigger"))
+    parse_positive_int("minPartitions", opts.get("minpartitions"))
+    parse_bool("failOnDataLoss", opts.get("failondataloss"), True)
+    parse_bool("includeHeaders", opts.get("includeheaders"), False)
 
 
 # --- write options ----------------------------------------------------------------------------

@@ -279,6 +279,14 @@ class RecordAccumulator:
                 parts.append(part)
             q.retry.extendleft(reversed(parts))
 
+    def reset_built(self) -> None:
+        """Forget the encoded bytes (and sequence numbers) of every unit waiting to be retried."""
+        with self._lock:
+            for q in self._queues.values():
+                for unit in q.retry:
+                    unit.data = None
+                    unit.base_sequence = -1
+
     def completed(self, unit: ProduceUnit) -> None:
         """The unit is resolved or failed: release its memory."""
         with self._lock:

@@ -39,13 +39,15 @@ __all__ = ["AdminClient"]
 class AdminClient:
     """Topic and cluster administration over the Kafka protocol."""
 
-    def __init__(self, bootstrap_servers="localhost:9092", *, zookeeper=None,
+    def __init__(self, bootstrap_servers=None, *, zookeeper=None,
                  client_id: str | None = None, request_timeout_ms: int = 30000,
                  retry_backoff_ms: int = 100):
-        if zookeeper is not None and bootstrap_servers is None:
-            raise errors.ConfigError(
-                "AdminClient through ZooKeeper alone is not available in this version of the "
-                "client; pass bootstrap_servers")
+        if bootstrap_servers is None:
+            if zookeeper is not None:
+                raise errors.ConfigError(
+                    "AdminClient through ZooKeeper alone is not available in this version of "
+                    "the client; pass bootstrap_servers")
+            bootstrap_servers = "localhost:9092"
         self.zookeeper = zookeeper     # kept for ZooKeeper-backed operations (groups, configs)
         self.request_timeout_ms = request_timeout_ms
         self._retry_backoff = retry_backoff_ms / 1000

@@ -852,9 +852,12 @@ class Consumer:
             self._update_metadata()
             if self._needs_reset:
                 self._reset_positions()
+            # pipelining: ask for the next chunk before decoding this one, so the broker reads
+            # and ships it while the records are decoded and processed
+            self._send_fetches()
             chunks, n = self._drain(max_records)
-            self._send_fetches()          # pipelining: the broker works while the app does
             if n:
+                self._send_fetches()      # draining may have made room for another fetch
                 return chunks
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -81,9 +81,11 @@ class InMemoryCoordinator(Coordinator):
         snap = cluster.snapshot
         wanted = {TopicPartition(t, p) for t in self._topics
                   for p in snap.partition_ids.get(t, ())}
-        # a topic missing from one answer (e.g. a transient error) keeps its partitions
+        # a topic missing from one answer keeps its partitions, unless it no longer exists
+        gone = errors.UnknownTopicOrPartitionError.code
         for tp in self._owned:
-            if tp.topic in self._topics and tp.topic not in snap.topics:
+            if (tp.topic in self._topics and tp.topic not in snap.topics
+                    and snap.topic_errors.get(tp.topic) != gone):
                 wanted.add(tp)
         if wanted == self._owned:
             return None

@@ -30,6 +30,7 @@ run on the sender thread.
 from __future__ import annotations
 
 import logging
+import random
 import selectors
 import socket
 import threading
@@ -91,7 +92,21 @@ def _headers_size(headers) -> tuple[tuple, int]:
 
 
 class Producer:
-    """A thread-safe producer: ``send()`` from any thread; one sender thread does the I/O."""
+    """A thread-safe producer: ``send()`` from any thread; one sender thread does the I/O.
+
+    Options follow kafka-python/Kafka; the ones that differ or need a word:
+
+    * ``batch_size`` (default 65536, Kafka's is 16384): bytes per partition batch before it is
+      sent without waiting for ``linger_ms``. Python pays per batch, so bigger is faster; up to
+      ``min(max_request_size, 1 MiB)`` of consecutive full batches of one partition are
+      coalesced into one wire batch when they are waiting anyway.
+    * ``max_in_flight_requests_per_connection``: Produce requests pipelined per broker; each
+      partition has at most one batch in flight (that is what keeps order across retries).
+    * ``retries`` (default 2147483647) is bounded by ``delivery_timeout_ms`` (120000).
+    * ``max_block_ms``: how long ``send()`` may wait for metadata or buffer space.
+    * ``partitioner``: an object with ``partition(topic, key, partitions, available)`` (like
+      ``DefaultPartitioner``) or a kafka-python style callable ``(key, partitions, available)``.
+    """
 
     def __init__(self, bootstrap_servers="localhost:9092", *, client_id: str | None = None,
                  acks=1, linger_ms: float = 5, batch_size: int = 65536,
@@ -102,7 +117,7 @@ class Producer:
                  enable_idempotence: bool = False, key_serializer=None, value_serializer=None,
                  max_request_size: int = 1048576, buffer_memory: int = 33554432,
                  metadata_max_age_ms: int = 300000, partitioner=None,
-                 connections_max_idle_ms: int | None = None, compression_level: int | None = None):
+                 compression_level: int | None = None):
         if acks in ("all", "-1"):
             acks = -1
         if acks in ("0", "1"):
@@ -203,8 +218,10 @@ class Producer:
                                     f"{type(key).__name__}")
                 key = bytes(key)
             key_size = len(key)
+            size = RECORD_OVERHEAD + key_size
         else:
-            key_size = 0
+            key_size = -1
+            size = RECORD_OVERHEAD
         if value is not None:
             if self._value_serializer is not None:
                 value = self._value_serializer(value)
@@ -214,9 +231,9 @@ class Producer:
                                     f"got {type(value).__name__}")
                 value = bytes(value)
             value_size = len(value)
+            size += value_size
         else:
-            value_size = 0
-        size = key_size + value_size + RECORD_OVERHEAD
+            value_size = -1
         if headers:
             headers, hsize = _headers_size(headers)
             size += hsize
@@ -330,6 +347,10 @@ class Producer:
         self._closed = True
         self._accumulator.begin_close()
         self._sender.initiate_close()
+        if threading.current_thread() is self._sender:
+            # called from a callback on the sender thread: it cannot wait for itself; it
+            # finishes sending what is queued and stops on its own
+            return
         self._sender.join(timeout)
         if self._sender.is_alive():
             self._sender.force_close()
@@ -448,6 +469,9 @@ class _Sender(threading.Thread):
     def _run_once(self) -> None:
         now = time.monotonic()
         if self.idempotent and self.producer_id < 0:
+            if self._in_flight_count():        # finish what was sent under the old id first
+                self._wait(self.retry_backoff)
+                return
             if not self._init_producer_id(now):
                 self._wait(self.retry_backoff)
                 return
@@ -518,9 +542,14 @@ class _Sender(threading.Thread):
             if not nodes:
                 self.cluster.request_update()
                 return False
-            conn = self.pool.get(nodes[0])
-            resp = conn.request(InitProducerIdRequest())
+            conn = self.cluster.connect(random.choice(nodes))
+            try:
+                resp = conn.request(InitProducerIdRequest())
+            finally:
+                conn.close()
         except KafkaError as exc:
+            if not exc.retriable:
+                raise
             log.warning("InitProducerId failed (will retry): %s", exc)
             return False
         if resp.error_code:
@@ -531,6 +560,7 @@ class _Sender(threading.Thread):
         self.producer_id = resp.producer_id
         self.producer_epoch = resp.producer_epoch
         self._sequences.clear()
+        self.accumulator.reset_built()      # queued retries get the new id and sequences
         return True
 
     # --- sending ----------------------------------------------------------------------------

@@ -118,7 +118,7 @@ def test_send_and_get_metadata(cluster):
         futures = [p.send("t", b"v%d" % i, timestamp_ms=1000 + i) for i in range(10)]
         metas = [f.get(5) for f in futures]
     assert [md.offset for md in metas] == list(range(10))
-    assert metas[3] == RecordMetadata("t", 0, 3, 1003, 0, -1, 3)
+    assert metas[3] == RecordMetadata("t", 0, 3, 1003, 0, -1, 2)
     assert metas[3].topic_partition == ("t", 0)
     assert cluster.values("t", 0) == [b"v%d" % i for i in range(10)]
 
@@ -359,3 +359,18 @@ def test_partitions_for_and_auto_created_topic(cluster):
     with make(cluster) as p:
         assert p.partitions_for("fresh") == {0, 1, 2}
         assert p.send("fresh", b"x", partition=2).get(5).partition == 2
+
+
+def test_close_from_a_callback_does_not_deadlock(cluster):
+    cluster.create_topic("t", 1)
+    p = make(cluster)
+    closed = threading.Event()
+
+    def close_it(_md):
+        p.close()
+        closed.set()
+
+    p.send("t", b"a").add_callback(close_it)
+    assert closed.wait(5)
+    p._sender.join(5)
+    assert not p._sender.is_alive()

@@ -1,0 +1,173 @@
+"""``kafkalite pipeline``: the Spark payments pipeline (spark_integration.pipelines.payments).
+
+* ``pipeline run``: windowed totals per payer from the input topic to the output topic and to
+  Parquet, printing each micro-batch's progress. ``--trigger available-now`` (default) processes
+  what is there and exits; ``--trigger continuous`` runs a micro-batch every ``--interval`` until
+  Ctrl-C. ``--generate N`` first produces N payment events.
+* ``pipeline generate``: produce payment events.
+* ``pipeline demo``: the whole demo on a running cluster (generate, run twice, print the table,
+  check it against a plain-Python computation).
+
+Needs the spark extra (pyspark, pyarrow) and Java; the same commands run as
+``python -m spark_integration.pipelines.payments``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kafkalite.cli.options import bootstrap_option
+
+
+def _payments():
+    from spark_integration.session import spark_unavailable_reason
+
+    reason = spark_unavailable_reason()
+    if reason:
+        raise click.ClickException(f"the pipeline needs Spark: {reason}")
+    from spark_integration.pipelines import payments
+
+    return payments
+
+
+def _bootstrap(bootstrap_server: str, zookeeper: str | None) -> str:
+    if zookeeper:
+        from spark_integration.client_io import resolve_bootstrap
+
+        return resolve_bootstrap(None, zookeeper)
+    return bootstrap_server
+
+
+def _check_duration(ctx, param, value):
+    from spark_integration.pipelines.payments import parse_duration_ms
+
+    try:
+        parse_duration_ms(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+zookeeper_flag = click.option(
+    "--zookeeper", default=None,
+    help="find the brokers in ZooKeeper (host:port/chroot) instead of --bootstrap-server")
+input_topic_option = click.option("--input-topic", default="payments", show_default=True)
+
+
+@click.group("pipeline")
+def command():
+    """The Spark payments pipeline: windowed totals per payer."""
+
+
+@command.command("run")
+@bootstrap_option
+@zookeeper_flag
+@input_topic_option
+@click.option("--output-topic", default="payer-totals", show_default=True)
+@click.option("--output-dir", default="./pipeline-output", show_default=True,
+              type=click.Path(file_okay=False), help="Parquet in <dir>/totals")
+@click.option("--checkpoint-dir", default=None, type=click.Path(file_okay=False),
+              help="default <output-dir>/checkpoints; keep it to continue where a run stopped")
+@click.option("--window", default="1 minute", show_default=True, callback=_check_duration)
+@click.option("--watermark", default="2 minutes", show_default=True, callback=_check_duration,
+              help="how late an event may be")
+@click.option("--starting-offsets", default="earliest", show_default=True,
+              help="for a new checkpoint: earliest, latest or JSON")
+@click.option("--max-offsets-per-trigger", type=click.IntRange(1), default=None)
+@click.option("--trigger", type=click.Choice(["available-now", "continuous"]),
+              default="available-now", show_default=True)
+@click.option("--interval", default="5 seconds", show_default=True, callback=_check_duration,
+              help="micro-batch interval with --trigger continuous")
+@click.option("--timeout", type=float, default=None,
+              help="with --trigger continuous: stop after this many seconds")
+@click.option("--sink", "sinks", multiple=True, type=click.Choice(["kafkalite", "parquet"]),
+              help="default: both")
+@click.option("--generate", "generate", type=click.IntRange(0), default=0,
+              help="first produce this many payment events")
+@click.option("--show/--no-show", default=True, show_default=True,
+              help="print the totals table at the end")
+@click.option("--master", default="local[2]", show_default=True)
+@click.option("--driver-memory", default="1g", show_default=True)
+def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, checkpoint_dir,
+        window, watermark, starting_offsets, max_offsets_per_trigger, trigger, interval, timeout,
+        sinks, generate, show, master, driver_memory):
+    """Run the pipeline, printing rows and batches processed."""
+    payments = _payments()
+    from rich.console import Console
+
+    from spark_integration.session import spark_session
+
+    console = Console()
+    servers = _bootstrap(bootstrap_server, zookeeper)
+    config = payments.PipelineConfig(
+        servers, input_topic=input_topic, output_topic=output_topic, output_dir=output_dir,
+        checkpoint_dir=checkpoint_dir, window=window, watermark=watermark,
+        starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger,
+        available_now=(trigger == "available-now"), interval=interval,
+        sinks=tuple(sinks) or ("kafkalite", "parquet"))
+    topics = [input_topic] + ([output_topic] if "kafkalite" in config.sinks else [])
+    payments.ensure_topics(servers, topics)
+    if generate:
+        n = payments.produce_payments(servers, input_topic,
+                                      payments.generate_payments(generate))
+        console.print(f"produced {n} payment events to '{input_topic}'")
+    with console.status("starting Spark..."):
+        spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory)
+    try:
+        console.print(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
+                      f"{watermark} watermark) -> {', '.join(config.sinks)}")
+        try:
+            result = payments.run_pipeline(spark, config, echo=console.print, timeout_s=timeout)
+        except KeyboardInterrupt:
+            console.print("stopped")
+            return
+        console.print(f"processed {result.input_rows} input rows in {result.batches} "
+                      f"micro-batches")
+        if show and "parquet" in config.sinks:
+            totals = payments.read_parquet_totals(spark, config.parquet_path)
+            console.print(payments.format_table(totals, window))
+            console.print(f"{len(totals)} window totals in {config.parquet_path}")
+    finally:
+        spark.stop()
+
+
+@command.command("generate")
+@bootstrap_option
+@zookeeper_flag
+@input_topic_option
+@click.option("--count", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--span", "span_s", type=float, default=360, show_default=True,
+              help="seconds of event time the payments cover, ending now")
+@click.option("--seed", type=int, default=None, help="default: random")
+@click.option("--partitions", type=click.IntRange(1), default=3, show_default=True,
+              help="when the topic is created")
+def generate(bootstrap_server, zookeeper, input_topic, count, span_s, seed, partitions):
+    """Produce payment events ("Pankaj paid $100 to Ashish")."""
+    import random
+
+    from spark_integration.pipelines import payments
+
+    servers = _bootstrap(bootstrap_server, zookeeper)
+    payments.ensure_topics(servers, [input_topic], partitions=partitions)
+    events = payments.generate_payments(count, span_s=span_s,
+                                        seed=random.randrange(1 << 30) if seed is None else seed)
+    n = payments.produce_payments(servers, input_topic, events)
+    for sample in events[:3]:
+        click.echo(f"  e.g. {sample.describe()}")
+    click.echo(f"produced {n} payment events to '{input_topic}'")
+
+
+@command.command("demo")
+@bootstrap_option
+@zookeeper_flag
+@click.option("--events", type=click.IntRange(10), default=1200, show_default=True)
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False),
+              help="default: a new temporary directory")
+@click.option("--master", default="local[2]", show_default=True)
+def demo(bootstrap_server, zookeeper, events, output_dir, master):
+    """Generate payments, run the pipeline twice, print and check the totals."""
+    payments = _payments()
+    result = payments.run_demo(_bootstrap(bootstrap_server, zookeeper), events=events,
+                               output_dir=output_dir, master=master)
+    if not result.matches:
+        raise click.ClickException("the pipeline's totals differ from the reference computation")

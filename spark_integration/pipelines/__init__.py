@@ -1,0 +1,1 @@
+"""Example Spark pipelines over kafkalite (see :mod:`spark_integration.pipelines.payments`)."""

@@ -1,0 +1,125 @@
+"""SparkSession helpers with the settings kafkalite's Spark jobs and tests need.
+
+``spark_session()`` builds a local session that works on a plain machine:
+
+* ``PYSPARK_PYTHON`` (and ``PYSPARK_DRIVER_PYTHON``) are set to the current interpreter, so the
+  Python workers import the same kafkalite and pyarrow as the driver;
+* the driver binds to 127.0.0.1 (``spark.driver.bindAddress``, ``spark.driver.host``,
+  ``SPARK_LOCAL_IP``), so no hostname lookup or external interface is involved;
+* ``spark.driver.memory`` is capped (1g by default);
+* the UI is off unless asked for, the console progress bar is off, the session time zone is UTC;
+* ``spark.sql.shuffle.partitions`` is the number of local cores (Spark's default of 200 makes
+  every stateful micro-batch run 200 tiny tasks);
+* the "kafkalite" data source is usable: found by PySpark's auto-discovery of the top-level
+  ``pyspark_kafkalite`` module (the module's directory is put on the workers' ``PYTHONPATH`` when
+  an editable install hides it from discovery), and registered explicitly when ``register``.
+
+These settings apply when the session starts its JVM; a JVM that is already running keeps its
+own (``spark_session`` then reuses it, as ``SparkSession.builder.getOrCreate`` does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pkgutil
+import re
+import shutil
+import sys
+
+__all__ = ["spark_session", "configure_environment", "spark_unavailable_reason", "register",
+           "local_cores"]
+
+
+def spark_unavailable_reason() -> str | None:
+    """Why Spark cannot run here (None when it can): pyspark, pyarrow or Java missing."""
+    for module, what in (("pyspark", "pyspark is not installed (pip install 'kafkalite[spark]')"),
+                         ("pyarrow", "pyarrow is not installed (the Python data source needs "
+                                     "it: pip install 'kafkalite[spark]')")):
+        if importlib.util.find_spec(module) is None:
+            return what
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
+        return None
+    if shutil.which("java") is None:
+        return "Java is not installed (Spark needs a JDK 17 or 21: set JAVA_HOME or put java " \
+               "on PATH)"
+    return None
+
+
+def _discoverable(module: str) -> bool:
+    return any(info.name == module for info in pkgutil.iter_modules())
+
+
+def configure_environment(python: str | None = None) -> None:
+    """Environment for the JVM and Python workers Spark is about to start (idempotent)."""
+    python = python or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
+    os.environ["PYSPARK_DRIVER_PYTHON"] = python
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark finds `format("kafkalite")` by scanning the workers' sys.path for `pyspark_*`
+    # modules; an editable install serves modules through an import hook that the scan cannot
+    # see, so put the module's directory on the workers' path then.
+    spec = importlib.util.find_spec("pyspark_kafkalite")
+    if spec is not None and spec.origin and not _discoverable("pyspark_kafkalite"):
+        directory = os.path.dirname(os.path.abspath(spec.origin))
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if directory not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([*paths, directory])
+
+
+def local_cores(master: str) -> int:
+    match = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master.strip())
+    if match is None:
+        return 1 if master.strip() == "local" else (os.cpu_count() or 2)
+    return os.cpu_count() or 2 if match.group(1) == "*" else int(match.group(1))
+
+
+def register(spark) -> None:
+    """Register the "kafkalite" data source with ``spark`` (not needed when auto-discovered)."""
+    from spark_integration.datasource import KafkaliteDataSource
+
+    spark.dataSource.register(KafkaliteDataSource)
+
+
+def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
+                  driver_memory: str = "1g", ui: bool = False,
+                  shuffle_partitions: int | None = None, register_source: bool | None = None,
+                  conf: dict | None = None, log_level: str = "WARN"):
+    """A local SparkSession with the settings above; ``conf`` adds or overrides settings.
+
+    ``register_source``: None (default) registers the data source explicitly only when PySpark
+    cannot discover it by itself (no ``pyspark_kafkalite`` module, or a JVM that was started
+    before this call without the environment above).
+    """
+    reason = spark_unavailable_reason()
+    if reason:
+        raise RuntimeError(f"cannot start Spark: {reason}")
+    configure_environment()
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if register_source is None:
+        jvm_running = SparkContext._gateway is not None
+        register_source = jvm_running or importlib.util.find_spec("pyspark_kafkalite") is None
+
+    settings = {
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.memory": driver_memory,
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions or local_cores(master)),
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    if register_source:
+        register(spark)
+    return spark

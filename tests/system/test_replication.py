@@ -1,0 +1,130 @@
+"""A 3-broker cluster of real processes on a real ZooKeeper keeps every record it acknowledged
+with acks=all while brokers are killed, paused and restarted."""
+
+import os
+import time
+from collections import defaultdict
+
+import pytest
+
+from kafkalite import Producer, errors
+from kafkalite.testing.cluster import wait_until
+
+from replication_tools import BackgroundProducer, create_topic, log_bytes_up_to, read_all
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+
+
+def _check_no_loss(producer, records):
+    stored = {(r.partition, r.offset): r.value for r in records}
+    values = set(stored.values())
+    missing = [(k, s) for k, s, p, o in producer.acknowledged if b"%s:%d" % (k, s) not in values]
+    per_key = defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        per_key[r.key].append(int(r.value.split(b":")[1]))
+    duplicates = sum(len(v) - len(set(v)) for v in per_key.values())
+    out_of_order = [k for k, seqs in per_key.items()
+                    if [s for i, s in enumerate(seqs) if s not in seqs[:i]] !=
+                    sorted(set(seqs), key=seqs.index) or
+                    sorted(set(seqs)) != sorted(set(seqs), key=seqs.index)]
+    return missing, duplicates, out_of_order
+
+
+def test_leader_kill_loses_nothing_acknowledged(kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(3, replica_lag_time_max_ms=4000)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "durable", 3, 3, min_insync_replicas=2)
+    producer = BackgroundProducer(bootstrap, "durable").start()
+    kills = []
+    for round_ in range(3):
+        wait_until(lambda: producer.acked_count() > 2000 * (round_ + 1), 120,
+                   f"{2000 * (round_ + 1)} acknowledged records")
+        victim = cluster.leader_of("durable", round_ % 3)
+        cluster.kill(victim)
+        kills.append(victim)
+        wait_until(lambda: cluster.leader_of("durable", round_ % 3) not in (-1, victim), 60,
+                   "a new leader")
+        cluster.restart(victim)
+    wait_until(lambda: producer.acked_count() > 8000, 120, "more records after the kills")
+    producer.stop()
+    records = read_all(bootstrap, "durable", 3)
+    missing, duplicates, out_of_order = _check_no_loss(producer, records)
+    print(f"\nleader kill: killed brokers {kills}; sent {producer.sent}, acknowledged "
+          f"{len(producer.acknowledged)}, failed {len(producer.failed)}, read {len(records)}, "
+          f"duplicates {duplicates}")
+    assert not missing, f"{len(missing)} acknowledged records lost: {missing[:5]}"
+    assert not out_of_order, f"keys out of order: {out_of_order[:5]}"
+
+
+def test_controller_kill_then_broker_failure(kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(3)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "ctl", 3, 3)
+    first = cluster.controller_id()
+    cluster.kill(first)
+    second = wait_until(lambda: (lambda c: c if c not in (-1, first) else None)(
+        cluster.controller_id()), 60, "a new controller")
+    assert second != first
+    # leadership still moves when a broker dies after the failover
+    victim = next(b for b in cluster.brokers if b not in (first, second))
+    led = [p for p in range(3) if cluster.leader_of("ctl", p) == victim]
+    cluster.kill(victim)
+    for p in range(3):
+        wait_until(lambda: cluster.leader_of("ctl", p) == second, 60,
+                   f"partition {p} led by the only live broker {second}")
+    with Producer(bootstrap_servers=bootstrap, acks=1) as producer:
+        for p in range(3):
+            producer.send("ctl", value=b"after", partition=p).get(timeout=30)
+    print(f"\ncontroller {first} killed -> controller {second}; broker {victim} killed "
+          f"(led {led}); all partitions now led by {second}")
+
+
+def test_paused_follower_leaves_and_rejoins_isr(kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(2, replica_lag_time_max_ms=2000)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "isr", 1, 2, min_insync_replicas=2)
+    leader = cluster.leader_of("isr", 0)
+    follower = next(b for b in cluster.brokers if b != leader)
+    with Producer(bootstrap_servers=bootstrap, acks="all") as producer:
+        producer.send("isr", value=b"both in sync").get(timeout=30)
+    cluster.pause(follower)
+    try:
+        wait_until(lambda: cluster.partition_metadata("isr", 0).isr == [leader], 30,
+                   f"follower {follower} out of the ISR")
+        strict = Producer(bootstrap_servers=bootstrap, acks="all", retries=0)
+        with pytest.raises(errors.NotEnoughReplicasError):
+            strict.send("isr", value=b"needs two").get(timeout=30)
+        strict.close()
+        with Producer(bootstrap_servers=bootstrap, acks=1) as relaxed:
+            assert relaxed.send("isr", value=b"one is enough").get(timeout=30).offset >= 1
+    finally:
+        cluster.resume(follower)
+    wait_until(lambda: sorted(cluster.partition_metadata("isr", 0).isr) ==
+               sorted([leader, follower]), 60, f"follower {follower} back in the ISR")
+    with Producer(bootstrap_servers=bootstrap, acks="all") as producer:
+        producer.send("isr", value=b"in sync again").get(timeout=30)
+
+
+def test_replicas_hold_identical_logs_after_leader_changes(kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(3, replica_lag_time_max_ms=4000)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "same", 1, 3, min_insync_replicas=2)
+    producer = BackgroundProducer(bootstrap, "same", keys=5).start()
+    for round_ in range(2):
+        wait_until(lambda: producer.acked_count() > 1500 * (round_ + 1), 120, "records")
+        victim = cluster.leader_of("same", 0)
+        cluster.kill(victim)
+        wait_until(lambda: cluster.leader_of("same", 0) not in (-1, victim), 60, "new leader")
+        cluster.restart(victim)
+    producer.stop()
+    wait_until(lambda: len(cluster.partition_metadata("same", 0).isr) == 3, 60,
+               "all three replicas in sync")
+    records = read_all(bootstrap, "same", 1)
+    high_watermark = max(r.offset for r in records) + 1
+    cluster.stop()     # clean shutdown: files are complete and quiet
+    contents = {b.broker_id: log_bytes_up_to(os.path.join(b.log_dir, "same-0"), high_watermark)
+                for b in cluster.brokers.values()}
+    sizes = {b: len(c) for b, c in contents.items()}
+    print(f"\nbytes up to HW {high_watermark} per broker: {sizes}")
+    first = next(iter(contents.values()))
+    assert first and all(c == first for c in contents.values()), sizes
