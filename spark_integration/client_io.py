@@ -181,7 +181,12 @@ def read_range(bootstrap_servers: str, rng: OffsetRange, arrow_schema, *,
                         f"(kafkaConsumer.pollTimeoutMs); is the partition's leader available?")
                 continue
             waited_since = time.monotonic()
-            if records[-1][2] >= until:
+            if records[0][2] < position:
+                # never hand out a record twice, whatever the consumer does
+                import sys
+                print(f"KAFKALITE-DEBUG {tp}: consumer returned offset {records[0][2]} below position {position} ({len(records)} records)", file=sys.stderr, flush=True)
+                records = [r for r in records if r[2] >= position]
+            if records and records[-1][2] >= until:
                 records = [r for r in records if r[2] < until]
             if records:
                 position = records[-1][2] + 1

@@ -140,3 +140,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # fixtures that start real brokers (they import the broker machinery only when used)
 from kafkalite.testing.fixtures import (  # noqa: E402,F401
     bootstrap_servers, kafkalite_broker, kafkalite_cluster, kafkalite_cluster_factory)
+
+
+# --- Docker (testcontainers) fixtures, with local processes as the fallback ------------------
+# kafkalite_docker_zookeeper, kafkalite_docker_cluster (session scope): see
+# kafkalite/testing/containers.py (owned with docker/). Importing it is cheap: testcontainers and
+# docker are imported only when a fixture runs.
+from kafkalite.testing.containers import (  # noqa: E402,F401
+    kafkalite_docker_cluster, kafkalite_docker_zookeeper)

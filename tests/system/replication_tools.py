@@ -22,7 +22,7 @@ def create_topic(bootstrap, name, partitions, rf, **configs):
 class BackgroundProducer:
     """acks=all producer in a thread; remembers what was acknowledged and what failed."""
 
-    def __init__(self, bootstrap, topic, keys=20, acks="all", pace_every=200):
+    def __init__(self, bootstrap, topic, keys=20, acks="all", pace_every=20):
         self.bootstrap, self.topic, self.keys, self.acks = bootstrap, topic, keys, acks
         self.pace_every = pace_every
         self.acknowledged = []      # (key, sequence, partition, offset)

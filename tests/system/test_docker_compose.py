@@ -10,7 +10,10 @@ as users run them (ZooKeeper + 3 brokers, two listeners each), driven from this 
    host; a client on the compose network gets the INTERNAL addresses and works too
 5. the leader of a partition is killed (``docker kill``) under acks=all load: leadership moves and
    every acknowledged record is still there; the broker restarts and rejoins the ISR
-6. ``docker-compose down -v``, and the engine is stopped if this test started it
+6. the ``pipeline`` service (profile "pipeline", the Spark image) generates payments and runs the
+   Spark pipeline against the cluster; its totals are read back from the host
+   (KAFKALITE_DOCKER_PIPELINE=0 leaves the Spark image and this step out)
+7. ``docker-compose down -v``, and the engine is stopped if this test started it
 
 Every step's time is printed. Run: ``pytest -m docker tests/system/test_docker_compose.py``.
 """
@@ -37,6 +40,7 @@ COMPOSE_FILE = DOCKER_DIR / "docker-compose.yml"
 SERVICES = ("zookeeper", "broker1", "broker2", "broker3")
 BROKER_IDS = {"broker1": 1, "broker2": 2, "broker3": 3}
 TOPIC = "docker-e2e"
+WITH_PIPELINE = os.environ.get("KAFKALITE_DOCKER_PIPELINE", "1") != "0"
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -209,8 +213,9 @@ def images(docker_engine, timings):
         if missing:
             timings.line(f"[docker-test] building stand-ins for {missing} (docker/standin/build.sh)")
             run(["bash", DOCKER_DIR / "standin" / "build.sh"], timeout=1200)
-    with timings.step("build the kafkalite image"):
-        out = run(["bash", DOCKER_DIR / "build.sh"], timeout=1200)
+    with timings.step("build the kafkalite image(s)"):
+        out = run(["bash", DOCKER_DIR / "build.sh", *(["--spark"] if WITH_PIPELINE else [])],
+                  timeout=1800)
         timings.line(out.stdout.strip())
     return "kafkalite:latest"
 
@@ -382,6 +387,18 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
             compose.wait_healthy([victim_service])
             wait_until(lambda: all(victim in d.isr for d in _describe(admin, TOPIC).values()),
                        90, f"broker {victim} back in every ISR")
+
+        if WITH_PIPELINE:
+            with timings.step("the Spark pipeline service"):
+                out = compose("--profile", "pipeline", "run", "--rm", "pipeline", timeout=900)
+                timings.line("[docker-test] pipeline: " + " | ".join(
+                    line.strip() for line in out.stdout.splitlines()
+                    if line.strip().startswith(("batch", "processed")))[:600])
+                totals = _describe(admin, "payer-totals")
+                written = _consume_all(bootstrap, "payer-totals", totals)
+                assert written, "the pipeline wrote no totals to the topic payer-totals"
+                payments = _consume_all(bootstrap, "payments", _describe(admin, "payments"))
+                assert len(payments) == 1000
     finally:
         admin.close()
 
@@ -423,3 +440,38 @@ def _produce_while(bootstrap: str, action, before_s: float = 1.0, after_s: float
             continue
         acked[(md.partition, md.offset)] = value
     return acked, failed
+
+
+def test_testcontainers_cluster(docker_engine, images, timings):
+    """kafkalite.testing.containers (the kafkalite_docker_cluster fixture's machinery) in Docker:
+    three brokers reachable from the host, and leadership moves when one is killed."""
+    from kafkalite.client import AdminClient, NewTopic, Producer
+    from kafkalite.testing.containers import start_cluster
+
+    with timings.step("testcontainers: start 3 brokers + ZooKeeper"):
+        cluster = start_cluster(3, docker=True)
+    try:
+        assert cluster.kind == "docker"
+        admin = AdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            with timings.step("testcontainers: topic, produce, consume, kill"):
+                admin.create_topics([NewTopic("tc", num_partitions=2, replication_factor=3)])
+                wait_until(lambda: all(p.leader > 0 and len(p.isr) == 3
+                                       for p in _describe(admin, "tc").values()),
+                           60, "topic tc with leaders and full ISRs")
+                with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as p:
+                    sent = {(md.partition, md.offset): f"tc-{i}".encode() for i, md in enumerate(
+                        p.send("tc", value=f"tc-{i}".encode()).get(30) for i in range(50))}
+                victim = _describe(admin, "tc")[0].leader
+                cluster.kill(victim)
+                wait_until(lambda: all(p.leader not in (-1, victim)
+                                       for p in _describe(admin, "tc").values()),
+                           60, f"a new leader after killing broker {victim}")
+                assert _consume_all(cluster.bootstrap_servers, "tc", (0, 1)) == sent
+        finally:
+            admin.close()
+    finally:
+        with timings.step("testcontainers: stop"):
+            cluster.stop()
+    leftovers = run([docker_engine, "ps", "-aq", "--filter", f"ancestor={images}"]).stdout.split()
+    assert not leftovers, f"containers left behind: {leftovers}"

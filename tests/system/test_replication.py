@@ -85,24 +85,37 @@ def test_paused_follower_leaves_and_rejoins_isr(kafkalite_cluster_factory):
     create_topic(bootstrap, "isr", 1, 2, min_insync_replicas=2)
     leader = cluster.leader_of("isr", 0)
     follower = next(b for b in cluster.brokers if b != leader)
+    started = time.monotonic()
+
+    def step(what):
+        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+
     with Producer(bootstrap_servers=bootstrap, acks="all") as producer:
         producer.send("isr", value=b"both in sync").get(timeout=30)
+    step("acks=all with both replicas in sync")
     cluster.pause(follower)
     try:
         wait_until(lambda: cluster.partition_metadata("isr", 0).isr == [leader], 30,
                    f"follower {follower} out of the ISR")
-        strict = Producer(bootstrap_servers=bootstrap, acks="all", retries=0)
+        step(f"follower {follower} paused and out of the ISR")
+        # bootstrap from the leader: the paused broker accepts connections but never answers
+        alive = cluster.brokers[leader].address
+        strict = Producer(bootstrap_servers=alive, acks="all", retries=0)
         with pytest.raises(errors.NotEnoughReplicasError):
             strict.send("isr", value=b"needs two").get(timeout=30)
-        strict.close()
-        with Producer(bootstrap_servers=bootstrap, acks=1) as relaxed:
+        strict.close(timeout=5)
+        step("acks=all refused with NOT_ENOUGH_REPLICAS")
+        with Producer(bootstrap_servers=alive, acks=1) as relaxed:
             assert relaxed.send("isr", value=b"one is enough").get(timeout=30).offset >= 1
+        step("acks=1 still accepted")
     finally:
         cluster.resume(follower)
     wait_until(lambda: sorted(cluster.partition_metadata("isr", 0).isr) ==
                sorted([leader, follower]), 60, f"follower {follower} back in the ISR")
+    step(f"follower {follower} resumed, caught up and back in the ISR")
     with Producer(bootstrap_servers=bootstrap, acks="all") as producer:
         producer.send("isr", value=b"in sync again").get(timeout=30)
+    step("acks=all accepted again")
 
 
 def test_replicas_hold_identical_logs_after_leader_changes(kafkalite_cluster_factory):
