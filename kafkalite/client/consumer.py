@@ -123,7 +123,7 @@ class _FetchInFlight:
 class Consumer:
     """Reads records from assigned or subscribed partitions; see the module doc."""
 
-    def __init__(self, *topics: str, bootstrap_servers="localhost:9092",
+    def __init__(self, *topics: str, bootstrap_servers=None,
                  group_id: str | None = None, zookeeper=None, client_id: str | None = None,
                  auto_offset_reset: str = "latest", enable_auto_commit: bool = True,
                  auto_commit_interval_ms: int = 5000, max_poll_records: int = 500,
@@ -134,7 +134,9 @@ class Consumer:
                  consumer_timeout_ms: float = float("inf"),
                  partition_assignment_strategy=("range",), metadata_max_age_ms: int = 300000,
                  check_crcs: bool = True, allow_auto_create_topics: bool = True,
-                 default_api_timeout_ms: int = 60000, coordinator: Coordinator | None = None):
+                 default_api_timeout_ms: int = 60000, coordinator: Coordinator | None = None,
+                 session_timeout_ms: int = 6000, rebalance_max_retries: int = 4,
+                 rebalance_backoff_ms: int = 2000, rebalance_debounce_ms: int = 300):
         if auto_offset_reset == "smallest":
             auto_offset_reset = "earliest"
         elif auto_offset_reset == "largest":
@@ -174,7 +176,23 @@ class Consumer:
                                   else consumer_timeout_ms / 1000)
         self._check_crcs = check_crcs
         self._api_timeout = default_api_timeout_ms / 1000
-        self._coordinator = coordinator or make_coordinator(group_id, zookeeper)
+        if isinstance(partition_assignment_strategy, str):
+            partition_assignment_strategy = (partition_assignment_strategy,)
+        group_options = {}
+        if zookeeper is not None and group_id is not None:
+            group_options = dict(
+                assignor=partition_assignment_strategy[0], session_timeout_ms=session_timeout_ms,
+                rebalance_max_retries=rebalance_max_retries,
+                rebalance_backoff_ms=rebalance_backoff_ms,
+                rebalance_debounce_ms=rebalance_debounce_ms, client_id=self.config["client_id"])
+        self._coordinator = coordinator or make_coordinator(group_id, zookeeper, **group_options)
+        if bootstrap_servers is None:
+            if zookeeper is not None:
+                from kafkalite.client.zk_bootstrap import ZooKeeperBootstrap
+
+                bootstrap_servers = ZooKeeperBootstrap(zookeeper)
+            else:
+                bootstrap_servers = "localhost:9092"
         self._cluster = ClusterMetadata(
             bootstrap_servers, client_id=self.config["client_id"],
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
@@ -956,6 +974,9 @@ class Consumer:
                 self._aux_pool.close()
                 self._selector.close()
                 self._cluster.close()
+                close_bootstrap = getattr(self._cluster.bootstrap, "close", None)
+                if close_bootstrap is not None:
+                    close_bootstrap()
 
     def __enter__(self) -> Consumer:
         return self

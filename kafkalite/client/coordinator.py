@@ -108,10 +108,10 @@ class InMemoryCoordinator(Coordinator):
 
 
 def make_coordinator(group_id: str | None, zookeeper=None, **options) -> Coordinator:
-    """The coordinator for a consumer's ``group_id``/``zookeeper`` settings."""
+    """The coordinator for a consumer's ``group_id``/``zookeeper`` settings: ZooKeeper group
+    membership when both are given, a group of one (offsets in memory) otherwise."""
     if zookeeper is not None and group_id is not None:
-        raise errors.ConfigError(
-            f"consumer group {group_id!r}: group membership through ZooKeeper "
-            f"(zookeeper={zookeeper!r}) is not available in this version of the client; "
-            f"leave zookeeper unset to consume standalone (offsets kept in memory)")
+        from kafkalite.client.zk_coordinator import ZooKeeperCoordinator
+
+        return ZooKeeperCoordinator(group_id, zookeeper, **options)
     return InMemoryCoordinator(group_id)

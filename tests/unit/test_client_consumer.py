@@ -366,11 +366,18 @@ def test_injected_retriable_fetch_error(cluster):
         assert len(poll_all(c, 5)) == 5
 
 
-def test_zookeeper_groups_not_yet_available():
-    with pytest.raises(errors.ConfigError, match="ZooKeeper"):
-        Consumer("t", bootstrap_servers="127.0.0.1:1", group_id="g", zookeeper="zk:2181")
+def test_group_with_zookeeper_uses_the_zookeeper_coordinator():
+    from kafkalite.client.coordinator import make_coordinator
+    from kafkalite.client.zk_coordinator import ZooKeeperCoordinator
+
+    coordinator = make_coordinator("g", "127.0.0.1:1/chroot", assignor="sticky")
+    assert isinstance(coordinator, ZooKeeperCoordinator)
+    assert coordinator.member_id.startswith("g_")
+    assert type(make_coordinator("g", None)).__name__ == "InMemoryCoordinator"
     with pytest.raises(errors.ConfigError):
         Consumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="sometimes")
+    with pytest.raises(ValueError, match="unknown partition_assignment_strategy"):
+        make_coordinator("g", "127.0.0.1:1", assignor="fastest")
 
 
 def test_closed_consumer_refuses_work(cluster):
