@@ -44,6 +44,8 @@ class ControllerContext:
     states: dict = field(default_factory=dict)              # (topic, p) -> ZkPartitionState
     topics_to_delete: set = field(default_factory=set)
     shutting_down: set = field(default_factory=set)
+    reassignments: dict = field(default_factory=dict)      # (topic, p) -> target replicas
+    topic_ids: dict = field(default_factory=dict)           # topic -> topic_id
 
     def partitions(self, topic: str | None = None):
         topics = [topic] if topic is not None else list(self.assignments)
@@ -199,7 +201,8 @@ class Controller:
                 (zk_schema.DELETE_TOPICS_PATH, "children", self._on_topic_deletion),
                 (zk_schema.ISR_CHANGE_NOTIFICATION_PATH, "children", self._on_isr_change),
                 (zk_schema.PREFERRED_REPLICA_ELECTION_PATH, "data",
-                 self._on_preferred_election_request)):
+                 self._on_preferred_election_request),
+                (zk_schema.REASSIGN_PARTITIONS_PATH, "data", self._on_reassignment_request)):
             watch = yield self.tzk.run(
                 self.zk.watch_children if kind == "children" else self.zk.watch_data,
                 path, self._enqueue_from_watch(handler))
@@ -253,6 +256,7 @@ class Controller:
         context.live_brokers = yield self.tzk.get_brokers()
         assignments = yield self.tzk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
+        context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
         context.states = yield self.tzk.get_partition_states(context.partitions())
         marked = yield self.tzk.topics_marked_for_deletion()
         context.topics_to_delete = {t for t in marked if t in context.assignments}
@@ -611,6 +615,8 @@ class Controller:
             self.context.states.update(fresh)
             self._send_update_metadata(sorted(self.context.live_brokers), tps)
         yield self.tzk.delete_isr_change_notifications(list(notes), self.epoch_zk_version)
+        if self.context.reassignments:
+            yield self._check_reassignments()
 
     # --- preferred leaders ----------------------------------------------------------------------
     @defer.inlineCallbacks
@@ -635,6 +641,126 @@ class Controller:
             self._send_leader_and_isr(changed, live)
             self._send_update_metadata(live, changed)
         return changed
+
+    # --- partition reassignment (Kafka's phases, through /admin/reassign_partitions) -------------
+    @defer.inlineCallbacks
+    def _on_reassignment_request(self, data, zk_version):
+        if data is None:
+            return
+        try:
+            request = zk_schema.PartitionReassignment.decode(data)
+        except zk_schema.SchemaError as exc:
+            log.warning("controller: malformed reassignment request, deleting it: %s", exc)
+            yield self.tzk.delete(zk_schema.REASSIGN_PARTITIONS_PATH)
+            return
+        started = []
+        for tp, target in request.partitions.items():
+            target = tuple(target)
+            current = self.context.replicas(tp)
+            if not current:
+                log.warning("controller: cannot reassign %s-%d: no such partition", *tp)
+                continue
+            if tp in self.context.reassignments and self.context.reassignments[tp] == target:
+                continue
+            unknown = [b for b in target if b not in self.context.live_brokers]
+            if unknown or not target or len(set(target)) != len(target):
+                log.warning("controller: reassignment of %s-%d to %s refused: broker(s) %s are "
+                            "not live or the list is invalid", tp[0], tp[1], list(target),
+                            unknown)
+                continue
+            self.context.reassignments[tp] = target
+            started.append(tp)
+        if started:
+            yield self._start_reassignments(started)
+        yield self._check_reassignments()
+
+    @defer.inlineCallbacks
+    def _start_reassignments(self, tps):
+        """Phase 1: replicas = target + old; new replicas start following."""
+        topics = {}
+        for tp in tps:
+            target = self.context.reassignments[tp]
+            current = self.context.replicas(tp)
+            union = tuple(target) + tuple(b for b in current if b not in target)
+            topics.setdefault(tp[0], {})[tp[1]] = union
+            log.info("controller: reassigning %s-%d from %s to %s", tp[0], tp[1], list(current),
+                     list(target))
+        yield self._write_assignments(topics)
+        bumped = {}
+        for tp in tps:
+            state = self.context.states.get(tp)
+            if state is not None:
+                bumped[tp] = replace(state, leader_epoch=state.leader_epoch + 1,
+                                     controller_epoch=self.epoch)
+        changed = yield self._write_states(bumped)
+        live = sorted(self.context.live_brokers)
+        self._send_leader_and_isr(changed or tps, live)
+        self._send_update_metadata(live, changed or tps)
+
+    @defer.inlineCallbacks
+    def _write_assignments(self, topics):
+        for topic, partitions in topics.items():
+            full = dict(self.context.assignments[topic])
+            full.update(partitions)
+            assignment = zk_schema.TopicAssignment(
+                partitions={p: tuple(r) for p, r in full.items()},
+                topic_id=self.context.topic_ids.get(topic))
+            yield self.tzk.set_topic_assignment(topic, assignment, -1, self.epoch_zk_version)
+            self.context.assignments[topic] = full
+
+    @defer.inlineCallbacks
+    def _check_reassignments(self):
+        """Phase 2, for each reassignment whose target replicas are all in the ISR: lead from
+        the target, drop the old replicas, and write the final assignment."""
+        done = []
+        live = sorted(self.context.live_brokers)
+        for tp, target in list(self.context.reassignments.items()):
+            state = self.context.states.get(tp)
+            if state is None or not set(target) <= set(state.isr):
+                continue
+            removed = [b for b in self.context.replicas(tp) if b not in target]
+            if state.leader not in target:
+                changed = yield self._elect_leaders([tp], kind="reassign",
+                                                    target=self.context.reassignments)
+                if not changed:
+                    continue
+                state = self.context.states[tp]
+            new_isr = tuple(b for b in state.isr if b in target)
+            if new_isr != state.isr:
+                yield self._write_states({tp: replace(state, isr=new_isr,
+                                                      leader_epoch=state.leader_epoch + 1,
+                                                      controller_epoch=self.epoch)})
+            yield self._write_assignments({tp[0]: {tp[1]: tuple(target)}})
+            self._send_leader_and_isr([tp], live)
+            for broker_id in removed:
+                if broker_id in self.context.live_brokers:
+                    self.channels.send_quietly(broker_id, m.StopReplicaRequest(
+                        controller_id=self.broker_id, controller_epoch=self.epoch,
+                        broker_epoch=self.context.live_brokers[broker_id].broker_epoch or -1,
+                        delete_partitions=True, partitions=[m.TopicPartition(*tp)]))
+            self._send_update_metadata(live, [tp])
+            del self.context.reassignments[tp]
+            done.append(tp)
+            log.info("controller: reassignment of %s-%d to %s complete", tp[0], tp[1],
+                     list(target))
+        if done:
+            yield self._rewrite_reassignment_znode()
+
+    @defer.inlineCallbacks
+    def _rewrite_reassignment_znode(self):
+        got = yield self.tzk.get_data(zk_schema.REASSIGN_PARTITIONS_PATH)
+        if got is None:
+            return
+        try:
+            pending = zk_schema.PartitionReassignment.decode(got[0]).partitions
+        except zk_schema.SchemaError:
+            pending = {}
+        remaining = {tp: r for tp, r in pending.items() if tp in self.context.reassignments}
+        if remaining:
+            yield self.tzk.set_data(zk_schema.REASSIGN_PARTITIONS_PATH,
+                                    zk_schema.PartitionReassignment(remaining).encode())
+        else:
+            yield self.tzk.delete(zk_schema.REASSIGN_PARTITIONS_PATH)
 
     @defer.inlineCallbacks
     def _auto_leader_rebalance(self):
