@@ -81,3 +81,20 @@ def test_topic_deletion_removes_logs_everywhere(kafkalite_cluster_factory, zk):
                                    for name in os.listdir(broker.log_dir)), 30,
                    f"broker {broker.broker_id} to delete the logs")
     assert not zk.exists(zk_schema.delete_topic_path("doomed"))
+
+
+def test_broker_re_registers_after_its_session_expires(kafkalite_cluster_factory, zk):
+    cluster = kafkalite_cluster_factory(2)
+    create_topic(cluster.bootstrap_servers, "again", 1, 2)
+    victim = next(b for b in cluster.brokers if b != cluster.controller_id())
+    cluster.pause(victim)                     # frozen: its ZooKeeper session times out
+    try:
+        wait_until(lambda: victim not in zk.get_broker_ids(), 60,
+                   f"/brokers/ids/{victim} to vanish with the expired session")
+    finally:
+        cluster.resume(victim)
+    wait_until(lambda: victim in zk.get_broker_ids(), 60, f"broker {victim} to re-register")
+    wait_until(lambda: sorted(cluster.partition_metadata("again", 0).isr) == [1, 2], 60,
+               f"broker {victim} back in the ISR")
+    log = open(cluster.brokers[victim].log_path).read()
+    assert "ZooKeeper session expired" in log and "registering again" in log
