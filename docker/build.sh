@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build kafkalite's images from this checkout, sending the engine only what the images need
-# (pyproject.toml, setup.cfg, README.md, kafkalite/, zk_schema/, spark_integration/, docker/) — not
-# .git, virtualenvs or caches:
+# (pyproject.toml, setup.cfg, README.md, pyspark_kafkalite.py, kafkalite/, zk_schema/,
+# spark_integration/, docker/) — not .git, virtualenvs or caches:
 #
 #   docker/build.sh            kafkalite:latest        (broker and CLI)
 #   docker/build.sh --spark    kafkalite:latest and kafkalite-spark:latest (the pipeline image)
@@ -26,7 +26,8 @@ build() {  # build TARGET TAG
     local t
     t=$(kl_now)
     tar -c --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' \
-        pyproject.toml setup.cfg README.md kafkalite zk_schema spark_integration docker \
+        pyproject.toml setup.cfg README.md pyspark_kafkalite.py kafkalite zk_schema \
+        spark_integration docker \
         | kl_quiet "$DOCKER" build --network host -f docker/Dockerfile --target "$1" -t "$2" -
     kl_step_done "build $2" "$t"
 }

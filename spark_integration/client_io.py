@@ -183,8 +183,8 @@ def read_range(bootstrap_servers: str, rng: OffsetRange, arrow_schema, *,
             waited_since = time.monotonic()
             if records[0][2] < position:
                 # never hand out a record twice, whatever the consumer does
-                import sys
-                print(f"KAFKALITE-DEBUG {tp}: consumer returned offset {records[0][2]} below position {position} ({len(records)} records)", file=sys.stderr, flush=True)
+                log.warning("%s: the consumer returned offset %d below the position %d; "
+                            "dropping the repeated records", tp, records[0][2], position)
                 records = [r for r in records if r[2] >= position]
             if records and records[-1][2] >= until:
                 records = [r for r in records if r[2] < until]

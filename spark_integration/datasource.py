@@ -147,8 +147,6 @@ class _RangeReading:
 
     def read(self, partition: InputPartition):
         rng = getattr(partition, "range", None)
-        import sys, os
-        print(f"KAFKALITE-DEBUG pid {os.getpid()} read {rng}", file=sys.stderr, flush=True)
         if rng is None:            # Spark's placeholder partition when there are no ranges
             return iter(())
         return read_range(self.bootstrap, rng, _arrow_schema(self.schema),
@@ -282,8 +280,6 @@ class KafkaliteStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
                           opts.fail_on_data_loss)
                 continue
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, until))
-        import sys, os
-        print(f"KAFKALITE-DEBUG pid {os.getpid()} partitions({start}, {end}) -> {[str(r) for r in ranges]}", file=sys.stderr, flush=True)
         return [OffsetRangePartition(r) for r in plan_ranges(ranges, opts.min_partitions)]
 
     def commit(self, end: dict) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 bootstrap_option = click.option(
@@ -12,3 +14,164 @@ bootstrap_option = click.option(
 zookeeper_option = click.option(
     "--zookeeper", envvar="KAFKALITE_ZOOKEEPER", default="127.0.0.1:2181/kafkalite",
     show_default=True, help="ZooKeeper connect string with chroot (env KAFKALITE_ZOOKEEPER)")
+
+
+# --- shared helpers of the Kafka tool subcommands ----------------------------------------------
+
+class CliError(click.ClickException):
+    """A mistake the user can fix: printed as one ``error: ...`` line, exit status 1 (or 2)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class ActionCommand(click.Command):
+    """A Kafka-style tool whose action is a flag (``--create``), also callable as a subcommand
+    word (``topics create ...``): a leading ``create`` is read as ``--create``."""
+
+    def __init__(self, *args, actions: tuple[str, ...] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.actions = actions
+
+    def parse_args(self, ctx, args):
+        if args and args[0] in self.actions:
+            args = [f"--{args[0]}"] + list(args[1:])
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx, formatter):
+        words = "|".join(self.actions)
+        formatter.write_usage(ctx.command_path, f"[{words}] | --{' | --'.join(self.actions)} "
+                                                f"[OPTIONS]")
+
+
+def pick_action(values: dict[str, bool], command: str) -> str:
+    """The one action flag that was given; CliError naming the choices otherwise."""
+    chosen = [name for name, on in values.items() if on]
+    names = ", ".join(f"--{n}" for n in values)
+    if not chosen:
+        raise CliError(f"{command}: say what to do with one of {names} (or as a word, e.g. "
+                       f"'kafkalite {command} {next(iter(values))}')", exit_code=2)
+    if len(chosen) > 1:
+        raise CliError(f"{command}: only one of {names} at a time, got "
+                       f"{', '.join('--' + c for c in chosen)}", exit_code=2)
+    return chosen[0]
+
+
+property_option = click.option(
+    "--property", "properties", multiple=True, metavar="KEY=VALUE",
+    help="formatter/reader property (repeatable), e.g. print.key=true")
+
+
+def parse_properties(items, what: str = "--property") -> dict[str, str]:
+    """``k=v`` items into a dict; CliError naming the bad one."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"{what} {item!r} must look like key=value", exit_code=2)
+        out[key.strip()] = value
+    return out
+
+
+def parse_bool(value: str, key: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise CliError(f"property {key}={value!r}: expected true or false", exit_code=2)
+
+
+def unescape(text: str) -> str:
+    r"""Separators given on a command line: ``\t``, ``\n`` and ``\\`` mean what they say."""
+    return (text.replace("\\\\", "\0").replace("\\t", "\t").replace("\\n", "\n")
+            .replace("\\r", "\r").replace("\0", "\\"))
+
+
+def client_kwargs(cls, props: dict[str, str], what: str) -> dict:
+    """Kafka client property names (``linger.ms=5``) as keyword arguments of ``cls``'s
+    constructor (``linger_ms=5``), converted to the type of each parameter's default."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters
+    out = {}
+    for key, raw in props.items():
+        name = key.replace(".", "_").replace("-", "_")
+        if name in ("self", "topics", "bootstrap_servers") or name not in params:
+            known = sorted(p.replace("_", ".") for p, prm in params.items()
+                           if p not in ("self", "topics", "bootstrap_servers")
+                           and prm.kind in (prm.KEYWORD_ONLY, prm.POSITIONAL_OR_KEYWORD))
+            raise CliError(f"{what} {key!r} is not a setting of the {cls.__name__}; known: "
+                           f"{', '.join(known)}", exit_code=2)
+        default = params[name].default
+        try:
+            if isinstance(default, bool):
+                value = parse_bool(raw, key)
+            elif isinstance(default, int) and name != "acks":
+                value = int(raw)
+            elif isinstance(default, float):
+                value = float(raw)
+            else:
+                value = raw
+        except ValueError:
+            raise CliError(f"{what} {key}={raw!r}: expected a number", exit_code=2) from None
+        out[name] = value
+    return out
+
+
+def explicit(ctx: click.Context, name: str) -> bool:
+    """True when the user gave ``name`` (flag or environment), not its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def quiet_client_logs() -> None:
+    """kazoo and the clients log retries at WARNING; a command line tool reports errors itself."""
+    import logging
+
+    for name in ("kazoo", "kafkalite"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def connection_hint(exc: Exception, bootstrap: str | None = None,
+                    zookeeper: str | None = None) -> str:
+    """The message for a failed connection, with how to fix it."""
+    from kafkalite import errors
+
+    if isinstance(exc, errors.NoBrokersAvailableError) and bootstrap is not None:
+        return (f"no broker answered at {bootstrap}: is the cluster up? Pass "
+                f"--bootstrap-server host:port or set KAFKALITE_BOOTSTRAP_SERVER")
+    if isinstance(exc, errors.ZooKeeperError) and zookeeper is not None:
+        return (f"cannot use ZooKeeper at {zookeeper} ({exc}); is it running? Pass "
+                f"--zookeeper host:port/chroot or set KAFKALITE_ZOOKEEPER")
+    return str(exc)
+
+
+@contextlib.contextmanager
+def admin_client(bootstrap: str, zookeeper: str | None = None, **kwargs):
+    """An AdminClient (``with``), whose ZooKeeper session, if it opened one, closes with it."""
+    from kafkalite.client.admin import AdminClient
+
+    admin = AdminClient(bootstrap_servers=bootstrap, zookeeper=zookeeper, **kwargs)
+    try:
+        yield admin
+    finally:
+        try:
+            admin.close()
+        finally:
+            admin.close_zookeeper()
+
+
+def run_kafka_call(fn, *args, bootstrap: str | None = None, zookeeper: str | None = None,
+                   **kwargs):
+    """Call ``fn``; connection failures become CliError with the fix named."""
+    from kafkalite import errors
+
+    try:
+        return fn(*args, **kwargs)
+    except (errors.NoBrokersAvailableError, errors.ZooKeeperError) as exc:
+        raise CliError(connection_hint(exc, bootstrap, zookeeper)) from None

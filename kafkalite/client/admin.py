@@ -14,7 +14,7 @@ returns (everything succeeded) or raises, e.g. TopicAlreadyExistsError.
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from kafkalite import errors
 from kafkalite.client.cluster import ClusterMetadata
@@ -24,6 +24,7 @@ from kafkalite.client.structs import (
     NewTopic,
     PartitionDescription,
     TopicDescription,
+    TopicPartition,
 )
 from kafkalite.errors import KafkaError
 from kafkalite.protocol.messages import (
@@ -33,7 +34,7 @@ from kafkalite.protocol.messages import (
 )
 from kafkalite.topics import validate_topic_name
 
-__all__ = ["AdminClient"]
+__all__ = ["AdminClient", "ConsumerGroupPartition"]
 
 
 class AdminClient:
@@ -258,3 +259,488 @@ class AdminClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # --- ZooKeeper-backed administration: consumer groups, topic configs, admin paths --------
+    # Kafka's ZooKeeper-era tools did these through ZooKeeper, and so does kafkalite: group
+    # membership and offsets live in /consumers, topic overrides in /config/topics, and requests
+    # to the controller in /admin/*. They need ``zookeeper=`` (the brokers' zookeeper.connect).
+
+    def _zk(self):
+        """This client's ZooKeeper session (opened on first use; see ``close_zookeeper``)."""
+        zk = self.__dict__.get("_zk_session")
+        if zk is not None:
+            return zk
+        self._check_open()
+        if self.zookeeper is None:
+            raise errors.ConfigError(
+                "this operation goes through ZooKeeper: create the AdminClient with "
+                "zookeeper='host:2181/chroot' (the brokers' zookeeper.connect)")
+        import weakref
+
+        import zk_schema
+        from kafkalite.zk import ZkClient
+
+        zk = ZkClient(self.zookeeper, session_timeout_ms=10000, connection_timeout_s=10)
+        try:
+            zk.start()
+            has_cluster = zk.exists(zk_schema.BROKER_IDS_PATH)
+        except KafkaError as exc:
+            zk.stop()
+            raise errors.ZooKeeperError(
+                f"cannot reach ZooKeeper at {self.zookeeper}: {exc}") from None
+        if not has_cluster:
+            zk.stop()
+            raise errors.ConfigError(
+                f"no kafkalite cluster in ZooKeeper {self.zookeeper} (no "
+                f"{zk_schema.BROKER_IDS_PATH}); is the chroot right?")
+        self._zk_session = zk
+        self._zk_finalizer = weakref.finalize(self, zk.stop)
+        return zk
+
+    def close_zookeeper(self) -> None:
+        """Close the ZooKeeper session of the ZooKeeper-backed methods (if one was opened)."""
+        finalizer = self.__dict__.pop("_zk_finalizer", None)
+        self.__dict__.pop("_zk_session", None)
+        if finalizer is not None:
+            finalizer()
+
+    def _zk_assignments(self, topics: Iterable[str]) -> dict:
+        """{topic: TopicAssignment} from ZooKeeper; UnknownTopicOrPartitionError for a missing
+        one."""
+        names = list(dict.fromkeys(topics))
+        for name in names:
+            validate_topic_name(name)
+        found = self._zk().get_topic_assignments(names)
+        for name in names:
+            if name not in found:
+                raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+        return found
+
+    @staticmethod
+    def _check_group_name(group) -> str:
+        import zk_schema
+
+        if not isinstance(group, str) or not group:
+            raise errors.InvalidRequestError(f"group id must be a non-empty string, got "
+                                             f"{group!r}")
+        try:
+            zk_schema.consumers.group_path(group)
+        except zk_schema.SchemaError as exc:
+            raise errors.InvalidRequestError(f"bad group id {group!r}: {exc}") from None
+        return group
+
+    def _require_group(self, group) -> None:
+        import zk_schema
+
+        self._check_group_name(group)
+        if not self._zk().exists(zk_schema.consumers.group_path(group)):
+            raise errors.GroupIdNotFoundError(f"consumer group '{group}' does not exist")
+
+    def _list_offsets(self, tps: Iterable, timestamp: int, timeout_s: float | None = None,
+                      raise_missing: bool = False) -> dict[TopicPartition, int]:
+        """``{tp: offset}`` by ListOffsets to the leaders (-1 latest = the high watermark, -2
+        earliest). Partitions of unknown topics are left out at once; partitions without a
+        leader are retried until the timeout, then left out (or raised with
+        ``raise_missing``)."""
+        from kafkalite.protocol.messages import (
+            ListOffsetsPartition,
+            ListOffsetsRequest,
+            ListOffsetsTopic,
+        )
+
+        pending = list(dict.fromkeys(TopicPartition(*tp) for tp in tps))
+        found: dict[TopicPartition, int] = {}
+        if not pending:
+            return found
+        timeout_s = self.request_timeout_ms / 1000 if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        last: KafkaError | None = None
+        unknown: list[TopicPartition] = []
+        while True:
+            snap = self._cluster.refresh(topics=sorted({tp.topic for tp in pending}))
+            by_node: dict[int, dict[str, list]] = {}
+            for tp in pending:
+                parts = snap.topics.get(tp.topic)
+                if parts is None or tp.partition not in parts:
+                    unknown.append(tp)
+                    continue
+                node = snap.leader_for(tp.topic, tp.partition)
+                if node is not None:
+                    by_node.setdefault(node, {}).setdefault(tp.topic, []).append(
+                        ListOffsetsPartition(tp.partition, timestamp))
+            for node, topics in by_node.items():
+                request = ListOffsetsRequest(topics=[ListOffsetsTopic(t, ps)
+                                                     for t, ps in topics.items()])
+                try:
+                    response = self._pool.get(node).request(request)
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    last = exc
+                    self._pool.drop(node)
+                    continue
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code == 0:
+                            found[TopicPartition(t.topic, p.partition)] = p.offset
+                            continue
+                        exc = errors.for_code(p.error_code,
+                                              f"listing offsets of {t.topic}-{p.partition}")
+                        if not exc.retriable:
+                            raise exc
+                        last = exc
+            pending = [tp for tp in pending if tp not in found and tp not in unknown]
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(self._retry_backoff)
+        if raise_missing and (pending or unknown):
+            missing = ", ".join(str(tp) for tp in pending + unknown)
+            raise errors.KafkaTimeoutError(
+                f"could not read the offsets of {missing}"
+                + (f" (last error: {last})" if last else "")
+                + "; do these partitions exist and have a live leader?")
+        return found
+
+    # consumer groups
+    def list_consumer_groups(self) -> list[str]:
+        """Every consumer group known to ZooKeeper (``/consumers/<g>``), sorted."""
+        return sorted(self._zk().list_consumer_groups())
+
+    def describe_consumer_group(self, group: str) -> list[ConsumerGroupPartition]:
+        """One row per partition of the group's topics: committed offset, log end offset (the
+        high watermark, from the leaders), lag, and the owning member; then one row per live
+        member that owns nothing (topic and partition None). Missing values are None.
+
+        The group's topics are those it committed offsets for, owns, or subscribes to.
+        GroupIdNotFoundError if the group does not exist.
+        """
+        import re
+
+        from zk_schema.consumers import PartitionOwner
+
+        self._require_group(group)
+        zk = self._zk()
+        registrations = zk.get_consumer_registrations(group)
+        owners = zk.get_partition_owners(group)
+        offsets = zk.get_consumer_offsets(group)
+        topics = {t for t, _ in offsets} | {t for t, _ in owners}
+        all_topics = None
+        for registration in registrations.values():
+            if registration.pattern == "static":
+                topics |= set(registration.subscription)
+            else:
+                if all_topics is None:
+                    all_topics = zk.list_topics()
+                patterns = [re.compile(p) for p in registration.subscription]
+                topics |= {t for t in all_topics if any(p.fullmatch(t) for p in patterns)}
+        assignments = zk.get_topic_assignments(sorted(topics))
+        tps = set(offsets) | set(owners)
+        for topic, assignment in assignments.items():
+            tps |= {(topic, p) for p in assignment.partitions}
+        tps = sorted(tps)
+        ends = self._list_offsets(tps, -1, timeout_s=min(5.0, self.request_timeout_ms / 1000))
+        rows = []
+        owning = set()
+        for topic, partition in tps:
+            current = offsets.get((topic, partition))
+            end = ends.get(TopicPartition(topic, partition))
+            lag = end - current if current is not None and end is not None else None
+            owner = owners.get((topic, partition))
+            member = PartitionOwner(owner).member_id if owner else None
+            owning.add(member)
+            rows.append(ConsumerGroupPartition(
+                group, topic, partition, current, end, lag, member,
+                _member_host(group, member) if member else None, None))
+        for member in sorted(registrations):
+            if member not in owning:
+                rows.append(ConsumerGroupPartition(group, None, None, None, None, None, member,
+                                                   _member_host(group, member), None))
+        return rows
+
+    def consumer_group_members(self, group: str) -> list[str]:
+        """The live members of ``group`` (their ``/consumers/<g>/ids`` znodes), sorted."""
+        self._check_group_name(group)
+        return sorted(self._zk().get_consumer_members(group))
+
+    def delete_consumer_group(self, group: str) -> None:
+        """Remove a group and its committed offsets. NonEmptyGroupError while it has live
+        members, GroupIdNotFoundError if it does not exist."""
+        self._require_group(group)
+        try:
+            self._zk().delete_consumer_group(group)
+        except errors.NonEmptyGroupError:
+            raise errors.NonEmptyGroupError(
+                f"consumer group '{group}' has live members; stop its consumers before "
+                f"deleting it") from None
+
+    def reset_consumer_group_offsets(self, group: str, topic=None, *, partitions=None,
+                                     to_earliest: bool = False, to_latest: bool = False,
+                                     to_offset: int | None = None, shift_by: int | None = None,
+                                     execute: bool = False) -> dict[TopicPartition, int]:
+        """Plan (and with ``execute=True`` write) new committed offsets for ``group``.
+
+        ``topic``: a name, a list of names, or None for every topic the group committed offsets
+        for; ``partitions`` (with one topic) restricts the partitions. Exactly one strategy:
+        ``to_earliest``, ``to_latest``, ``to_offset`` (clamped into the log's range, as Kafka
+        does) or ``shift_by`` (from the committed offset, clamped). Refused with
+        NonEmptyGroupError while the group has live members. Returns ``{tp: new offset}``.
+        """
+        strategies = [to_earliest, to_latest, to_offset is not None, shift_by is not None]
+        if sum(bool(s) for s in strategies) != 1:
+            raise errors.InvalidRequestError(
+                "give exactly one of to_earliest, to_latest, to_offset, shift_by")
+        self._check_group_name(group)
+        zk = self._zk()
+        self._refuse_active_group(group)
+        committed = zk.get_consumer_offsets(group)
+        if topic is None:
+            topics = sorted({t for t, _ in committed})
+            if not topics:
+                raise errors.GroupIdNotFoundError(
+                    f"consumer group '{group}' has no committed offsets; name the topic(s) to "
+                    f"reset")
+        else:
+            topics = [topic] if isinstance(topic, str) else list(dict.fromkeys(topic))
+        assignments = self._zk_assignments(topics)
+        tps: list[TopicPartition] = []
+        if partitions is not None:
+            if len(topics) != 1:
+                raise errors.InvalidRequestError("partitions can only be given with one topic")
+            have = assignments[topics[0]].partitions
+            for p in partitions:
+                if p not in have:
+                    raise errors.UnknownTopicOrPartitionError(
+                        f"topic '{topics[0]}' has no partition {p} (it has 0..{len(have) - 1})")
+                tps.append(TopicPartition(topics[0], int(p)))
+        else:
+            for t in topics:
+                tps += [TopicPartition(t, p) for p in sorted(assignments[t].partitions)]
+        earliest = self._list_offsets(tps, -2, raise_missing=True)
+        latest = self._list_offsets(tps, -1, raise_missing=True)
+        plan: dict[TopicPartition, int] = {}
+        for tp in tps:
+            low, high = earliest[tp], latest[tp]
+            if to_earliest:
+                target = low
+            elif to_latest:
+                target = high
+            elif to_offset is not None:
+                target = int(to_offset)
+            else:
+                current = committed.get((tp.topic, tp.partition))
+                if current is None:
+                    raise errors.InvalidRequestError(
+                        f"cannot shift the offset of {tp}: the group has no committed offset "
+                        f"there; use to_earliest, to_latest or to_offset for it")
+                target = current + int(shift_by)
+            plan[tp] = min(max(target, low), high)
+        if execute:
+            self._refuse_active_group(group)
+            zk.set_consumer_offsets(group, {(tp.topic, tp.partition): off
+                                            for tp, off in plan.items()})
+        return plan
+
+    def _refuse_active_group(self, group: str) -> None:
+        members = self._zk().get_consumer_members(group)
+        if members:
+            shown = ", ".join(members[:3]) + (", ..." if len(members) > 3 else "")
+            raise errors.NonEmptyGroupError(
+                f"consumer group '{group}' has {len(members)} live member(s) ({shown}); "
+                f"offsets can only be reset while the group is inactive: stop its consumers "
+                f"first")
+
+    # topic configs and ids
+    def describe_topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's config overrides (``/config/topics/<t>``); {} when it has none."""
+        self._zk_assignments([topic])
+        return dict(sorted(self._zk().get_topic_config(topic).items()))
+
+    def alter_topic_config(self, topic: str, configs: dict) -> dict[str, str]:
+        """Set (value) or remove (None) topic config overrides, validated against the topic
+        config table (ConfigError naming the key), then announce the change to the brokers.
+        Returns the topic's overrides afterwards."""
+        from kafkalite.config import TOPIC_BY_NAME, TopicConfig
+
+        self._zk_assignments([topic])
+        zk = self._zk()
+        merged = dict(zk.get_topic_config(topic))
+        for key, value in configs.items():
+            key = str(key)
+            if value is None:
+                if key not in TOPIC_BY_NAME:
+                    raise errors.ConfigError(f"unknown configuration {key!r}")
+                merged.pop(key, None)
+            else:
+                merged[key] = str(value)
+        TopicConfig.from_dict(merged)
+        zk.set_topic_config(topic, merged)
+        return dict(sorted(merged.items()))
+
+    def topic_ids(self, topics: Iterable[str] | None = None) -> dict[str, str | None]:
+        """``{topic: topic id}`` from ``/brokers/topics/<t>`` (every topic when None)."""
+        zk = self._zk()
+        found = zk.get_topic_assignments(None if topics is None else list(topics))
+        return {t: a.topic_id for t, a in found.items()}
+
+    def list_topics_marked_for_deletion(self) -> list[str]:
+        """Topics waiting for the controller to delete them (``/admin/delete_topics``)."""
+        return sorted(self._zk().topics_marked_for_deletion())
+
+    # controller requests through /admin
+    def elect_preferred_leaders(self, partitions=None, timeout_ms: int | None = None
+                                ) -> dict[TopicPartition, KafkaError | None]:
+        """Ask the controller to move leadership to each partition's preferred (first) replica
+        (``/admin/preferred_replica_election``) and wait up to ``timeout_ms`` for it.
+
+        ``partitions``: ``(topic, partition)`` pairs, or None for every partition. Result per
+        partition: None (elected), ElectionNotNeededError (the preferred replica already led;
+        not sent), PreferredLeaderNotAvailableError (not live or not in the ISR), or
+        KafkaTimeoutError (the controller did not finish in time; 0 = do not wait).
+        """
+        import zk_schema
+        from kafkalite.zk.errors import ZkNodeExistsError
+
+        zk = self._zk()
+        if partitions is None:
+            assignments = zk.get_topic_assignments()
+            tps = [TopicPartition(t, p) for t, a in sorted(assignments.items())
+                   for p in sorted(a.partitions)]
+        else:
+            tps = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
+            assignments = self._zk_assignments([tp.topic for tp in tps])
+            for tp in tps:
+                if tp.partition not in assignments[tp.topic].partitions:
+                    raise errors.UnknownTopicOrPartitionError(f"partition {tp} does not exist")
+        preferred = {tp: assignments[tp.topic].partitions[tp.partition][0] for tp in tps}
+        states = zk.get_partition_states(tps)
+        results: dict[TopicPartition, KafkaError | None] = {}
+        todo = []
+        for tp in tps:
+            state = states.get(tp)
+            if state is not None and state.leader == preferred[tp]:
+                results[tp] = errors.ElectionNotNeededError(
+                    f"{tp}: its preferred replica {preferred[tp]} already leads")
+            else:
+                todo.append(tp)
+        if todo:
+            request = zk_schema.PreferredReplicaElection(
+                tuple((tp.topic, tp.partition) for tp in todo))
+            try:
+                zk.create(zk_schema.PREFERRED_REPLICA_ELECTION_PATH, request.encode(),
+                          makepath=True)
+            except ZkNodeExistsError:
+                raise errors.IllegalStateError(
+                    f"a preferred replica election is already in progress "
+                    f"({zk_schema.PREFERRED_REPLICA_ELECTION_PATH} exists); try again once the "
+                    f"controller finished it") from None
+            timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+            deadline = time.monotonic() + timeout_ms / 1000
+            pending = timeout_ms > 0
+            while pending and time.monotonic() < deadline:
+                pending = zk.exists(zk_schema.PREFERRED_REPLICA_ELECTION_PATH)
+                if pending:
+                    time.sleep(0.05)
+            states = zk.get_partition_states(todo)
+            for tp in todo:
+                state = states.get(tp)
+                if state is not None and state.leader == preferred[tp]:
+                    results[tp] = None
+                elif pending or timeout_ms <= 0:
+                    results[tp] = errors.KafkaTimeoutError(
+                        f"{tp}: the controller has not acted on the election request yet "
+                        f"(still queued in {zk_schema.PREFERRED_REPLICA_ELECTION_PATH})")
+                else:
+                    isr = list(state.isr) if state is not None else []
+                    results[tp] = errors.PreferredLeaderNotAvailableError(
+                        f"{tp}: preferred replica {preferred[tp]} is not live or not in the "
+                        f"ISR {isr}")
+        return {tp: results[tp] for tp in tps}
+
+    def alter_partition_reassignments(self, reassignments: dict
+                                      ) -> dict[TopicPartition, list[int]]:
+        """Start moving partitions to new replica lists (``{(topic, partition): [broker
+        ids]}``) through ``/admin/reassign_partitions``; the controller does the rest. Returns
+        the current replica lists of those partitions (what a rollback would restore).
+
+        InvalidReplicaAssignmentError for an empty or repeating list or an unknown broker,
+        UnknownTopicOrPartitionError for a missing partition, IllegalStateError while another
+        reassignment is still running.
+        """
+        import zk_schema
+        from kafkalite.zk.errors import ZkNodeExistsError
+
+        targets: dict[TopicPartition, list[int]] = {}
+        for tp, replicas in reassignments.items():
+            tp = TopicPartition(*tp)
+            try:
+                replicas = [int(b) for b in replicas]
+            except (TypeError, ValueError):
+                raise errors.InvalidReplicaAssignmentError(
+                    f"{tp}: replicas must be broker ids, got {replicas!r}") from None
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise errors.InvalidReplicaAssignmentError(
+                    f"{tp}: the replica list {replicas} must be non-empty without repeats")
+            targets[tp] = replicas
+        if not targets:
+            raise errors.InvalidReplicaAssignmentError("the reassignment lists no partitions")
+        assignments = self._zk_assignments([tp.topic for tp in targets])
+        current = {}
+        for tp in targets:
+            replicas = assignments[tp.topic].partitions.get(tp.partition)
+            if replicas is None:
+                raise errors.UnknownTopicOrPartitionError(f"partition {tp} does not exist")
+            current[tp] = list(replicas)
+        zk = self._zk()
+        brokers = set(zk.get_broker_ids())
+        unknown = sorted({b for r in targets.values() for b in r} - brokers)
+        if unknown:
+            raise errors.InvalidReplicaAssignmentError(
+                f"the reassignment names broker(s) {unknown} that are not registered (live "
+                f"brokers: {sorted(brokers)})")
+        data = zk_schema.PartitionReassignment(
+            {(tp.topic, tp.partition): tuple(r) for tp, r in targets.items()}).encode()
+        try:
+            zk.create(zk_schema.REASSIGN_PARTITIONS_PATH, data, makepath=True)
+        except ZkNodeExistsError:
+            raise errors.IllegalStateError(
+                f"a partition reassignment is still running "
+                f"({zk_schema.REASSIGN_PARTITIONS_PATH} exists); wait for it to finish "
+                f"before starting another") from None
+        return current
+
+    def list_partition_reassignments(self) -> dict[TopicPartition, list[int]]:
+        """Reassignments still in progress: ``{tp: target replicas}`` ({} when none)."""
+        import zk_schema
+
+        got = self._zk().get_data(zk_schema.REASSIGN_PARTITIONS_PATH)
+        if got is None or not got[0]:
+            return {}
+        try:
+            pending = zk_schema.PartitionReassignment.decode(got[0], got[1]).partitions
+        except zk_schema.SchemaError as exc:
+            raise errors.ZooKeeperError(
+                f"{zk_schema.REASSIGN_PARTITIONS_PATH} holds a malformed request: {exc}"
+            ) from None
+        return {TopicPartition(t, p): list(r) for (t, p), r in sorted(pending.items())}
+
+
+class ConsumerGroupPartition(NamedTuple):
+    """One row of ``AdminClient.describe_consumer_group`` (Kafka's describe columns); None
+    where a value is missing (no committed offset, no owner, no leader...)."""
+
+    group: str
+    topic: str | None
+    partition: int | None
+    current_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+
+
+def _member_host(group: str, member: str) -> str | None:
+    """The host in a member id ``<g>_<host>-<ms>-<uuid8>``, as Kafka's tool shows it."""
+    rest = member[len(group) + 1:] if member.startswith(group + "_") else member
+    parts = rest.rsplit("-", 2)
+    return "/" + parts[0] if len(parts) == 3 and parts[0] else None

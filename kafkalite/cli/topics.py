@@ -1,0 +1,263 @@
+"""``kafkalite topics``: Kafka's kafka-topics tool.
+
+Either Kafka's flag style or a subcommand word::
+
+    kafkalite topics --create --topic t --partitions 3 --replication-factor 2 [--config k=v]
+    kafkalite topics create --topic t --replica-assignment 1:2,2:3,3:1
+    kafkalite topics --list
+    kafkalite topics describe [--topic t] [--under-replicated-partitions] [--unavailable-partitions]
+    kafkalite topics alter --topic t --config retention.ms=60000 [--delete-config k]
+    kafkalite topics delete --topic t
+
+Partition metadata comes from the brokers (``--bootstrap-server``); topic ids, config overrides and
+deletion marks from ZooKeeper (``--zookeeper``), where Kafka's ZooKeeper-era brokers keep them.
+``--describe`` prints exactly what kafka-topics prints::
+
+    Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 2	Configs: k=v
+    	Topic: t	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from kafkalite.cli.options import (
+    ActionCommand,
+    CliError,
+    admin_client,
+    bootstrap_option,
+    connection_hint,
+    parse_properties,
+    pick_action,
+    quiet_client_logs,
+    zookeeper_option,
+)
+from kafkalite.errors import (
+    KafkaError,
+    NoBrokersAvailableError,
+    RequestTimedOutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    ZooKeeperError,
+)
+
+ACTIONS = ("create", "list", "describe", "alter", "delete")
+NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"   # Kafka prints the zero UUID for a topic without an id
+
+
+def _validate_configs(configs: dict[str, str]) -> None:
+    from kafkalite.config import TopicConfig
+
+    TopicConfig.from_dict(configs)     # ConfigError naming the key, the value and what's allowed
+
+
+def _select(names: list[str], pattern: str | None) -> list[str]:
+    """Kafka's --topic takes a name or a regular expression (``t.*``, ``a|b``)."""
+    if pattern is None:
+        return names
+    if pattern in names:
+        return [pattern]
+    if re.fullmatch(r"[A-Za-z0-9._-]+", pattern):
+        return []                      # a plain name that does not exist
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise CliError(f"--topic {pattern!r} is neither a topic name nor a valid regular "
+                       f"expression ({exc})", exit_code=2) from None
+    return [n for n in names if regex.fullmatch(n)]
+
+
+def format_topic_line(name: str, topic_id: str | None, partitions: list, configs: dict,
+                      marked: bool = False) -> str:
+    rf = len(partitions[0].replicas) if partitions else 0
+    line = (f"Topic: {name}\tTopicId: {topic_id or NO_TOPIC_ID}\tPartitionCount: "
+            f"{len(partitions)}\tReplicationFactor: {rf}\tConfigs: "
+            + ",".join(f"{k}={v}" for k, v in sorted(configs.items())))
+    if marked:
+        line += "\tMarkedForDeletion: true"
+    return line
+
+
+def format_partition_line(name: str, p, marked: bool = False) -> str:
+    leader = p.leader if p.leader is not None and p.leader >= 0 else "none"
+    line = (f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: "
+            f"{','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+    if marked:
+        line += "\tMarkedForDeletion: true"
+    return line
+
+
+@click.command("topics", cls=ActionCommand, actions=ACTIONS,
+               context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--create", is_flag=True, help="create a topic")
+@click.option("--list", "list_", is_flag=True, help="list the topics")
+@click.option("--describe", is_flag=True, help="partitions, leaders, replicas, ISR and configs")
+@click.option("--alter", is_flag=True, help="change a topic's config overrides")
+@click.option("--delete", is_flag=True, help="delete a topic")
+@click.option("--topic", help="topic name (or, for --list/--describe/--delete, a regex)")
+@click.option("--partitions", type=int, help="number of partitions (--create)")
+@click.option("--replication-factor", type=int, help="replicas per partition (--create)")
+@click.option("--replica-assignment", metavar="1:2,2:3",
+              help="explicit replicas: partition i's broker ids, ':'-separated, comma between "
+                   "partitions (--create)")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="topic config override (repeatable; --create, --alter)")
+@click.option("--delete-config", "delete_configs", multiple=True, metavar="KEY",
+              help="remove a config override (repeatable; --alter)")
+@click.option("--if-not-exists", is_flag=True, help="--create: no error if it exists")
+@click.option("--if-exists", is_flag=True, help="--alter/--delete: no error if it is missing")
+@click.option("--under-replicated-partitions", is_flag=True,
+              help="--describe: only partitions whose ISR is smaller than their replicas")
+@click.option("--unavailable-partitions", is_flag=True,
+              help="--describe: only partitions without a live leader")
+@click.option("--topics-with-overrides", is_flag=True,
+              help="--describe: only topics that have config overrides")
+@click.option("--exclude-internal", is_flag=True, hidden=True, help="accepted for Kafka habits")
+@bootstrap_option
+@zookeeper_option
+def command(create, list_, describe, alter, delete, topic, partitions, replication_factor,
+            replica_assignment, configs, delete_configs, if_not_exists, if_exists,
+            under_replicated_partitions, unavailable_partitions, topics_with_overrides,
+            exclude_internal, bootstrap_server, zookeeper):
+    """Create, list, describe, alter and delete topics (Kafka's kafka-topics)."""
+    action = pick_action({"create": create, "list": list_, "describe": describe,
+                          "alter": alter, "delete": delete}, "topics")
+    quiet_client_logs()
+    try:
+        with admin_client(bootstrap_server, zookeeper) as admin:
+            if action == "create":
+                _create(admin, topic, partitions, replication_factor, replica_assignment,
+                        configs, if_not_exists)
+            elif action == "list":
+                _list(admin, topic)
+            elif action == "describe":
+                _describe(admin, topic, under_replicated_partitions, unavailable_partitions,
+                          topics_with_overrides)
+            elif action == "alter":
+                _alter(admin, topic, partitions, configs, delete_configs, if_exists)
+            else:
+                _delete(admin, topic, if_exists)
+    except (NoBrokersAvailableError, ZooKeeperError) as exc:
+        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+
+
+def _need_topic(topic: str | None, action: str) -> str:
+    if not topic:
+        raise CliError(f"topics --{action} needs --topic NAME", exit_code=2)
+    return topic
+
+
+def _create(admin, topic, partitions, replication_factor, replica_assignment, configs,
+            if_not_exists):
+    from kafkalite.client.structs import NewTopic
+    from kafkalite.controller.assignment import parse_replica_assignment
+
+    topic = _need_topic(topic, "create")
+    overrides = parse_properties(configs, "--config")
+    _validate_configs(overrides)
+    if replica_assignment:
+        if partitions is not None or replication_factor is not None:
+            raise CliError("--replica-assignment already fixes the partitions and replicas; "
+                           "leave out --partitions and --replication-factor", exit_code=2)
+        assignment = parse_replica_assignment(replica_assignment)
+        new = NewTopic(topic, replica_assignments=assignment, topic_configs=overrides)
+    else:
+        for name, value in (("--partitions", partitions),
+                            ("--replication-factor", replication_factor)):
+            if value is not None and value < 1:
+                raise CliError(f"{name} must be at least 1, got {value}", exit_code=2)
+        new = NewTopic(topic, partitions if partitions is not None else -1,
+                       replication_factor if replication_factor is not None else -1,
+                       topic_configs=overrides)
+    try:
+        admin.create_topics([new])
+    except TopicAlreadyExistsError:
+        if if_not_exists:
+            return
+        raise CliError(f"topic '{topic}' already exists (add --if-not-exists to ignore "
+                       f"that)") from None
+    click.echo(f"Created topic {topic}.")
+
+
+def _list(admin, pattern):
+    names = _select(admin.list_topics(), pattern)
+    marked = set(admin.list_topics_marked_for_deletion())
+    for name in names:
+        click.echo(f"{name} - marked for deletion" if name in marked else name)
+
+
+def _describe(admin, pattern, under_replicated, unavailable, with_overrides):
+    names = _select(admin.list_topics(), pattern)
+    if pattern is not None and not names:
+        raise UnknownTopicOrPartitionError(f"topic '{pattern}' does not exist (see "
+                                           f"'kafkalite topics --list')")
+    if not names:
+        return
+    descriptions = admin.describe_topics(names)
+    ids = admin.topic_ids(names)
+    marked = set(admin.list_topics_marked_for_deletion())
+    live = {b.node_id for b in admin.describe_cluster().brokers}
+    report_partitions_only = under_replicated or unavailable
+    for desc in descriptions:
+        is_marked = desc.name in marked
+        configs = admin.describe_topic_config(desc.name) if desc.name in ids else {}
+        if with_overrides:
+            if configs:
+                click.echo(format_topic_line(desc.name, ids.get(desc.name), desc.partitions,
+                                             configs, is_marked))
+            continue
+        if not report_partitions_only:
+            click.echo(format_topic_line(desc.name, ids.get(desc.name), desc.partitions,
+                                         configs, is_marked))
+        for p in desc.partitions:
+            no_leader = p.leader is None or p.leader < 0 or p.leader not in live
+            if under_replicated and not len(p.isr) < len(p.replicas):
+                continue
+            if unavailable and not no_leader:
+                continue
+            click.echo(format_partition_line(desc.name, p, is_marked))
+
+
+def _alter(admin, topic, partitions, configs, delete_configs, if_exists):
+    topic = _need_topic(topic, "alter")
+    if partitions is not None:
+        raise CliError("adding partitions to an existing topic is not supported by kafkalite "
+                       "yet; create a new topic with more partitions and move the data",
+                       exit_code=2)
+    updates: dict[str, str | None] = dict(parse_properties(configs, "--config"))
+    for key in delete_configs:
+        updates[key] = None
+    if not updates:
+        raise CliError("topics --alter needs --config KEY=VALUE or --delete-config KEY",
+                       exit_code=2)
+    try:
+        admin.alter_topic_config(topic, updates)
+    except UnknownTopicOrPartitionError:
+        if if_exists:
+            return
+        raise UnknownTopicOrPartitionError(
+            f"topic '{topic}' does not exist (see 'kafkalite topics --list')") from None
+    click.echo(f"Updated config for topic {topic}.")
+
+
+def _delete(admin, pattern, if_exists):
+    pattern = _need_topic(pattern, "delete")
+    names = _select(admin.list_topics(), pattern)
+    if not names:
+        if if_exists:
+            return
+        raise UnknownTopicOrPartitionError(
+            f"topic '{pattern}' does not exist (see 'kafkalite topics --list')")
+    results = admin.delete_topics(names, raise_on_error=False)
+    failed: list[str] = []
+    for name, error in results.items():
+        if error is None:
+            click.echo(f"Deleted topic {name}.")
+        elif isinstance(error, RequestTimedOutError):
+            click.echo(f"Topic {name} is marked for deletion.")
+        else:
+            failed.append(f"topic '{name}': {error}")
+    if failed:
+        raise KafkaError("; ".join(failed))

@@ -1,0 +1,63 @@
+"""Fixtures for the Spark tests: one SparkSession and one kafkalite cluster per test module.
+
+The Spark tests skip (saying why) only when pyspark, pyarrow or Java is missing. A SparkSession
+is expensive (the first read through a Python data source takes 12-16 s on 2 cores), so each
+module gets one, on local[2], and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_integration.session import spark_unavailable_reason
+
+SPARK_MISSING = spark_unavailable_reason()
+
+
+def _cluster(request, zookeeper, tmp_path_factory, num_brokers: int, overrides: dict):
+    from kafkalite.testing.cluster import LocalCluster
+    from kafkalite.testing.zookeeper import unique_chroot
+
+    chroot = unique_chroot(f"kl-spark-{request.module.__name__.rsplit('.', 1)[-1]}")
+    cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", num_brokers,
+                           workdir=str(tmp_path_factory.mktemp("spark-cluster")),
+                           overrides=overrides)
+    try:
+        cluster.start()
+    except BaseException:
+        print(cluster.describe_logs())
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(request, zookeeper, tmp_path_factory):
+    """Three real brokers for this module (``CLUSTER_OVERRIDES`` in the module adds settings)."""
+    overrides = getattr(request.module, "CLUSTER_OVERRIDES", {})
+    brokers = getattr(request.module, "CLUSTER_BROKERS", 3)
+    cluster = _cluster(request, zookeeper, tmp_path_factory, brokers, overrides)
+    yield cluster
+    failed = request.session.testsfailed
+    if failed:
+        print(cluster.describe_logs())
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(spark_cluster) -> str:
+    return spark_cluster.bootstrap_servers
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local[2] SparkSession for this module (UI off, 2 shuffle partitions)."""
+    if SPARK_MISSING:
+        pytest.skip(f"Spark tests need pyspark, pyarrow and Java: {SPARK_MISSING}")
+    from spark_integration.session import spark_session
+
+    # register_source=False: the format must be found by PySpark's auto-discovery
+    session = spark_session("kafkalite-tests", "local[2]", driver_memory="1g",
+                            register_source=False, log_level="ERROR")
+    yield session
+    session.stop()
