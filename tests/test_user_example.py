@@ -6,7 +6,7 @@ engine and the images are there (testcontainers), else local processes.
 
 import uuid
 
-from kafkalite.client import Consumer, NewTopic, Producer, AdminClient
+from kafkalite.client import AdminClient, Consumer, NewTopic, Producer
 
 
 def test_orders_round_trip(kafkalite_docker_cluster):

@@ -111,8 +111,15 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
         n = payments.produce_payments(servers, input_topic,
                                       payments.generate_payments(generate))
         console.print(f"produced {n} payment events to '{input_topic}'")
-    with console.status("starting Spark..."):
-        spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory)
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()      # e.g. when called from a notebook or test
+    if existing is not None:
+        spark = existing
+    else:
+        with console.status("starting Spark..."):
+            spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory,
+                                  log_level="ERROR")
     try:
         console.print(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
                       f"{watermark} watermark) -> {', '.join(config.sinks)}")
@@ -128,7 +135,8 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
             console.print(payments.format_table(totals, window))
             console.print(f"{len(totals)} window totals in {config.parquet_path}")
     finally:
-        spark.stop()
+        if existing is None:
+            spark.stop()
 
 
 @command.command("generate")

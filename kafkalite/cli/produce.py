@@ -91,7 +91,7 @@ class LineReader:
 
     def _bad(self, number: int, what: str, sep: bytes, line: bytes):
         if self.ignore_error:
-            return None
+            return
         raise CliError(f"line {number} has no {what} {sep.decode()!r}: "
                        f"{line.decode('utf-8', 'replace')[:80]!r}; each line must look like "
                        f"KEY{sep.decode()}VALUE (or drop --property parse.key=true, or add "

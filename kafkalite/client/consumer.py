@@ -306,6 +306,12 @@ class Consumer:
                 self._coordinator.commit(offsets)
         if self._listener is not None and hasattr(self._listener, "on_partitions_revoked"):
             self._listener.on_partitions_revoked(revoked)
+        for tp in revoked:  # position and fetched data are void now: fetch nothing until it is
+            ps = self._assignment.get(tp)   # assigned again, then from the committed offset
+            if ps is not None:              # (another member may have moved it meanwhile)
+                self._drop_pushback(tp)
+                ps.seek(None)
+                self._needs_reset = True
 
     def on_partitions_assigned(self, assigned: set) -> None:
         if self._listener is not None and hasattr(self._listener, "on_partitions_assigned"):

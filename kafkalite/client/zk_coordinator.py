@@ -75,6 +75,8 @@ class ZooKeeperCoordinator(Coordinator):
         self._lock = threading.Lock()
         self._last_change = 0.0
         self._dirty = False
+        self._retry_now = False       # a rebalance failed after revoking: redo it at next poll
+        self._session_lost = False    # the session expired: our owner znodes are gone
         self._registered = False
         self._watches: list = []
         self._topic_watches: dict[str, object] = {}
@@ -132,6 +134,7 @@ class ZooKeeperCoordinator(Coordinator):
             log.warning("group %s: ZooKeeper session of %s expired; re-registering",
                         self.group_id, self.member_id)
             self._registered = False
+            self._session_lost = True
             self._mark_dirty()
 
     # --- Coordinator interface ------------------------------------------------------------------
@@ -152,17 +155,38 @@ class ZooKeeperCoordinator(Coordinator):
     def poll(self, cluster) -> set[TopicPartition] | None:
         if self._closed:
             return None
+        lost = None
+        if self._session_lost:
+            # the expired session took our owner znodes with it, and other members may claim
+            # them any moment: stop consuming them now, not after the debounce
+            self._session_lost = False
+            if self._owned:
+                log.warning("group %s: %s lost %s with its session", self.group_id,
+                            self.member_id, sorted(self._owned))
+                self._revoke()
+                lost = set()
         if not self._registered:
             try:
                 self._register()
             except errors.KafkaError as exc:
                 log.info("group %s: cannot register yet (%s)", self.group_id, exc)
-                return None
+                return lost
         with self._lock:
-            if not self._dirty or time.monotonic() - self._last_change < self.debounce_s:
-                return None
+            if not self._dirty:
+                return lost
+            if not self._retry_now and time.monotonic() - self._last_change < self.debounce_s:
+                return lost
             self._dirty = False
-        return self._rebalance()
+            self._retry_now = False
+        try:
+            return self._rebalance()
+        except BaseException:
+            # we may have revoked already: the next poll must rebalance again, without waiting
+            # for another change (the consumer fetches nothing it revoked meanwhile)
+            with self._lock:
+                self._dirty = True
+                self._retry_now = True
+            raise
 
     def committed(self, tps: Iterable[TopicPartition]) -> dict:
         tps = [TopicPartition(*tp) for tp in tps]
@@ -210,7 +234,7 @@ class ZooKeeperCoordinator(Coordinator):
         for tp in sorted(self._owned):
             self.zk.release_partition_owner(self.group_id, tp.topic, tp.partition,
                                             self.owner_id)
-        self._owned = set()
+            self._owned.discard(tp)
 
     def _group_view(self):
         registrations = self.zk.get_consumer_registrations(self.group_id)
@@ -238,6 +262,10 @@ class ZooKeeperCoordinator(Coordinator):
                 for member, registration in registrations.items()}
 
     def _rebalance(self) -> set[TopicPartition]:
+        """Revoke, assign, claim; the new set of owned partitions. An attempt overtaken by a
+        newer change (its claims then fail because others follow the newer view) does not count
+        as a failed attempt: the member returns owning nothing and the next poll rebalances on
+        the newer view once the debounce has passed."""
         started = time.monotonic()
         last_error = None
         for attempt in range(self.rebalance_max_retries + 1):
@@ -266,6 +294,10 @@ class ZooKeeperCoordinator(Coordinator):
                 if self.on_rebalance_done:
                     self.on_rebalance_done(set(self._owned), elapsed)
                 return set(self._owned)
+            if self._dirty:
+                log.info("group %s: the group changed while %s was claiming %s; starting over",
+                         self.group_id, self.member_id, sorted(mine))
+                return set()
             last_error = f"could not claim all of {sorted(mine)}"
             log.info("group %s: rebalance attempt %d of %s failed (%s); backing off",
                      self.group_id, attempt + 1, self.member_id, last_error)

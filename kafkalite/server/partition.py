@@ -123,8 +123,8 @@ class Partition:
         changed = self.leader_id != state.leader or self.leader_epoch != state.leader_epoch
         self._apply(state)
         self.followers = {}
-        if state.leader_epoch > (self.epoch_starts[-1][0] if self.epoch_starts else -1):
-            self.epoch_starts.append((state.leader_epoch, self.log_end_offset))
+        # a follower learns where epochs start from the leader's batches as it appends them,
+        # never from its own log end: that is what lets it find where it diverged
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         return changed
 
@@ -212,7 +212,18 @@ class Partition:
     def append_as_follower(self, records: bytes, leader_high_watermark: int):
         if records:
             self.log.append(records, assign_offsets=False)
+            self._note_epochs(records)
         self.high_watermark = min(leader_high_watermark, self.log_end_offset)
+
+    def _note_epochs(self, records: bytes) -> None:
+        from kafkalite.record.header import iter_headers
+
+        last = self.epoch_starts[-1][0] if self.epoch_starts else -1
+        for _pos, header in iter_headers(records, verify_crc=False):
+            epoch = header.partition_leader_epoch
+            if epoch > last:
+                self.epoch_starts.append((epoch, header.base_offset))
+                last = epoch
 
     def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch: the start offset of the first epoch
@@ -235,7 +246,7 @@ class Partition:
             log.info("%s-%d: truncating from %d to %d", self.topic, self.partition,
                      self.log_end_offset, offset)
             self.log.truncate_to(offset)
-            self.epoch_starts = [(e, s) for e, s in self.epoch_starts if s <= offset]
+            self.epoch_starts = [(e, s) for e, s in self.epoch_starts if s < offset]
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
 

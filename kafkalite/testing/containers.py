@@ -30,7 +30,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def docker_unavailable_reason(*images: str) -> str | None:
     return None
 
 
-def _prepare_testcontainers() -> None:
+def prepare_testcontainers() -> None:
     """Ryuk (testcontainers' reaper) needs the image testcontainers/ryuk; where it is not present
     locally (and TESTCONTAINERS_RYUK_DISABLED is not set), run without it: these classes remove
     their containers themselves, at stop() and at exit."""
@@ -158,12 +159,12 @@ class ZooKeeperContainer:
         self.internal_connect_string = "zookeeper:2181"
         self._container: Any = None
 
-    def start(self) -> "ZooKeeperContainer":
+    def start(self) -> ZooKeeperContainer:
         from testcontainers.core.container import DockerContainer
 
         from kafkalite.zk.client import probe
 
-        _prepare_testcontainers()
+        prepare_testcontainers()
         host, interface = _host_and_loopback()
         (port,) = free_ports(1)
         container = (DockerContainer(self.image)
@@ -203,10 +204,10 @@ class ZooKeeperContainer:
     def describe(self) -> str:
         return f"ZooKeeper container {self.image} at {self.connect_string}"
 
-    def __enter__(self) -> "ZooKeeperContainer":
+    def __enter__(self) -> ZooKeeperContainer:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -246,11 +247,11 @@ class ContainerCluster:
     def zookeeper_connect(self) -> str:
         return f"{self.zookeeper.connect_string}{CHROOT}" if self.zookeeper else ""
 
-    def start(self) -> "ContainerCluster":
+    def start(self) -> ContainerCluster:
         from testcontainers.core.container import DockerContainer
         from testcontainers.core.network import Network
 
-        _prepare_testcontainers()
+        prepare_testcontainers()
         reason = docker_unavailable_reason(self.image, self.zookeeper_image)
         if reason:
             raise DockerUnavailable(reason)
@@ -350,10 +351,10 @@ class ContainerCluster:
 
     cleanup = stop
 
-    def __enter__(self) -> "ContainerCluster":
+    def __enter__(self) -> ContainerCluster:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -385,7 +386,7 @@ class LocalProcessCluster:
     def brokers(self) -> dict[int, Any]:
         return self.cluster.brokers
 
-    def start(self) -> "LocalProcessCluster":
+    def start(self) -> LocalProcessCluster:
         from kafkalite.testing.cluster import LocalCluster
         from kafkalite.testing.zookeeper import start_zookeeper
 
@@ -432,10 +433,10 @@ class LocalProcessCluster:
 
     cleanup = stop
 
-    def __enter__(self) -> "LocalProcessCluster":
+    def __enter__(self) -> LocalProcessCluster:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

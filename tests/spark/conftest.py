@@ -31,10 +31,17 @@ def _cluster(request, zookeeper, tmp_path_factory, num_brokers: int, overrides: 
     return cluster
 
 
+# A follower whose first fetch of a new topic reaches the leader before the leader's own
+# LeaderAndIsr stops fetching that partition (replica_fetcher: UNKNOWN_TOPIC_OR_PARTITION ->
+# "waiting for the controller"), so acks=all waits until the ISR shrinks after
+# replica.lag.time.max.ms (30 s by default). A short lag time bounds that stall.
+DEFAULT_OVERRIDES = {"replica.lag.time.max.ms": 5000}
+
+
 @pytest.fixture(scope="module")
 def spark_cluster(request, zookeeper, tmp_path_factory):
     """Three real brokers for this module (``CLUSTER_OVERRIDES`` in the module adds settings)."""
-    overrides = getattr(request.module, "CLUSTER_OVERRIDES", {})
+    overrides = {**DEFAULT_OVERRIDES, **getattr(request.module, "CLUSTER_OVERRIDES", {})}
     brokers = getattr(request.module, "CLUSTER_BROKERS", 3)
     cluster = _cluster(request, zookeeper, tmp_path_factory, brokers, overrides)
     yield cluster

@@ -227,15 +227,21 @@ def create_topic(cluster, name, partitions):
                f"leaders of {name}")
 
 
+def _producer(cluster):
+    return Producer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=5,
+                    retries=1_000_000, retry_backoff_ms=100, request_timeout_ms=5000,
+                    delivery_timeout_ms=120000)
+
+
 def produce(cluster, topic, partitions, per_partition, tag="r"):
     """``per_partition`` records to every partition; returns ``{tp: end offset}`` afterwards."""
     ends = {}
-    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=5) as producer:
+    with _producer(cluster) as producer:
         futures = [producer.send(topic, value=b"%s-%d-%d" % (tag.encode(), p, i), partition=p)
                    for i in range(per_partition) for p in range(partitions)]
-        producer.flush(timeout=60)
+        producer.flush(timeout=120)
         for f in futures:
-            md = f.get(timeout=60)
+            md = f.get(timeout=120)
             tp = (md.topic, md.partition)
             ends[tp] = max(ends.get(tp, 0), md.offset + 1)
     return ends
@@ -250,13 +256,19 @@ class BackgroundProducer:
         self.interval = 1.0 / rate_per_s
         self.ends: dict = {}
         self.sent = 0
+        self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self):
-        with Producer(bootstrap_servers=self.cluster.bootstrap_servers, acks=1,
-                      linger_ms=5) as producer:
+        try:
+            self._produce()
+        except BaseException as exc:    # noqa: BLE001 - reported by stop()
+            self.error = exc
+
+    def _produce(self):
+        with _producer(self.cluster) as producer:
             futures = []
             next_at = time.monotonic()
             while not self._stop.is_set():
@@ -268,15 +280,18 @@ class BackgroundProducer:
                 delay = next_at - time.monotonic()
                 if delay > 0:
                     self._stop.wait(delay)
-            producer.flush(timeout=60)
+            producer.flush(timeout=120)
             for f in futures:
-                md = f.get(timeout=60)
+                md = f.get(timeout=120)
                 tp = (md.topic, md.partition)
                 self.ends[tp] = max(self.ends.get(tp, 0), md.offset + 1)
 
     def stop(self) -> dict:
         self._stop.set()
-        self._thread.join(120)
+        self._thread.join(180)
+        if self.error is not None:
+            raise AssertionError(f"the background producer failed: {self.error!r}")
+        assert self.sent > 0 and sum(self.ends.values()) >= self.sent, (self.sent, self.ends)
         return dict(self.ends)
 
 
@@ -536,33 +551,33 @@ def test_queue_within_group_pubsub_across_groups(group_cluster, members, zk):
     _zk_connect, cluster = group_cluster
     topic = "pubsub-t"
     create_topic(cluster, topic, 6)
-    queue = [members("queue-g", topic, f"q{i}", "--process-ms", "1") for i in range(3)]
-    auto = [members("auto-g", topic, f"a{i}", "--commit", "auto",
+    queue = [members("pubsub-queue-g", topic, f"q{i}", "--process-ms", "1") for i in range(3)]
+    auto = [members("pubsub-auto-g", topic, f"a{i}", "--commit", "auto",
                     "--auto-commit-interval-ms", "500", "--process-ms", "1") for i in range(2)]
     wait_started(queue + auto)
-    wait_until(lambda: settled(zk, "queue-g", queue, None, 6) and
-               settled(zk, "auto-g", auto, None, 6), SETTLE_S, "both groups assigned")
+    wait_until(lambda: settled(zk, "pubsub-queue-g", queue, None, 6) and
+               settled(zk, "pubsub-auto-g", auto, None, 6), SETTLE_S, "both groups assigned")
 
     background = BackgroundProducer(cluster, topic, 6, rate_per_s=400)
     wait_until(lambda: background.sent > 600, 30, "records flowing")
     # during the stream: one more member joins the queue, one queue member leaves cleanly, and
     # an auto-committing member of the other group crashes
-    queue.append(members("queue-g", topic, "q3", "--process-ms", "1"))
+    queue.append(members("pubsub-queue-g", topic, "q3", "--process-ms", "1"))
     wait_started(queue[-1:])
-    wait_until(lambda: settled(zk, "queue-g", queue, None, 6), SETTLE_S, "the join")
+    wait_until(lambda: settled(zk, "pubsub-queue-g", queue, None, 6), SETTLE_S, "the join")
     queue[0].stop()
     auto[0].kill()
-    auto.append(members("auto-g", topic, "a2", "--commit", "auto",
+    auto.append(members("pubsub-auto-g", topic, "a2", "--commit", "auto",
                         "--auto-commit-interval-ms", "500", "--process-ms", "1"))
     wait_until(lambda: not queue[0].alive, 20, "q0 leaving")
     wait_until(lambda: background.sent > 1800, 30, "more records")
     ends = background.stop()
-    for name, group_members in (("queue-g", queue), ("auto-g", auto)):
+    for name, group_members in (("pubsub-queue-g", queue), ("pubsub-auto-g", auto)):
         wait_until(lambda: all_consumed(group_members, ends), 60, f"{name} receiving everything")
 
     report = []
     total = sum(ends.values())
-    for name, group_members in (("queue-g", queue), ("auto-g", auto)):
+    for name, group_members in (("pubsub-queue-g", queue), ("pubsub-auto-g", auto)):
         assert not overlapping_beliefs(group_members), name
         excused, unexcused, examples = duplicates(group_members)
         assert not unexcused, f"{name}: records delivered twice without a rebalance: {examples}"
@@ -572,62 +587,64 @@ def test_queue_within_group_pubsub_across_groups(group_cluster, members, zk):
     print("\npub-sub: " + "; ".join(report))
 
 
-def _first_offsets(member) -> dict:
-    first = {}
-    for _t, tp, o in member.delivered():
-        first.setdefault(tp, o)
-    return first
-
-
 def test_restart_resumes_from_committed_offsets(group_cluster, members, zk):
+    """One member committing after every poll, one auto-committing every 700 ms; both are
+    killed while records stream in, then started again."""
     _zk_connect, cluster = group_cluster
     topic = "restart-t"
     create_topic(cluster, topic, 3)
-    ends = produce(cluster, topic, 3, 400)
-    slow = ("--process-ms", "3", "--max-poll-records", "25")
-    manual = members("manual-g", topic, "first", *slow)
-    auto = members("auto-g", topic, "first", "--commit", "auto", "--auto-commit-interval-ms",
-                   "700", *slow)
+    slow = ("--process-ms", "2", "--max-poll-records", "25")
+    manual = members("restart-manual-g", topic, "first", *slow)
+    auto = members("restart-auto-g", topic, "first", "--commit", "auto",
+                   "--auto-commit-interval-ms", "700", *slow)
     wait_started([manual, auto])
-    wait_until(lambda: len(manual.delivered()) > 300 and len(auto.delivered()) > 300 and
-               any(any(o > 50 for o in offs.values()) for _t, offs in auto.commits()), 60,
-               "both members part-way through")
+    wait_until(lambda: settled(zk, "restart-manual-g", [manual], None, 3) and
+               settled(zk, "restart-auto-g", [auto], None, 3), SETTLE_S, "both assigned")
+    background = BackgroundProducer(cluster, topic, 3, rate_per_s=300)
+
+    def part_way(member):
+        committed = {}
+        for _t, offsets in member.commits():
+            committed.update({tp: o for tp, o in offsets.items() if o > 0})
+        return len(committed) == 3 and len(member.delivered()) > 600
+
+    wait_until(lambda: part_way(manual) and part_way(auto), 60,
+               "both members part-way through, with commits on every partition")
     manual.kill()
     auto.kill()
-    committed_manual = {tp: o for tp, o in zk.get_consumer_offsets("manual-g").items()}
-    committed_auto = {tp: o for tp, o in zk.get_consumer_offsets("auto-g").items()}
-
-    manual2 = members("manual-g", topic, "restarted")
-    auto2 = members("auto-g", topic, "restarted", "--commit", "auto")
+    committed_manual = zk.get_consumer_offsets("restart-manual-g")
+    committed_auto = zk.get_consumer_offsets("restart-auto-g")
+    manual2 = members("restart-manual-g", topic, "restarted")
+    auto2 = members("restart-auto-g", topic, "restarted", "--commit", "auto")
+    wait_until(lambda: background.sent > 1500, 30, "more records after the crash")
+    ends = background.stop()
     wait_until(lambda: all_consumed([manual, manual2], ends) and
-               all_consumed([auto, auto2], ends), SETTLE_S + 30, "the restarted members")
+               all_consumed([auto, auto2], ends), SETTLE_S + 30,
+               "the restarted members reading everything (nothing lost)")
 
-    # the restarted member starts every partition exactly at the committed offset
-    first = _first_offsets(manual2)
-    for tp, end in ends.items():
-        if committed_manual.get(tp, 0) < end:
-            assert first[tp] == committed_manual.get(tp, 0), (tp, first, committed_manual)
-    first_auto = _first_offsets(auto2)
-    for tp, end in ends.items():
-        if committed_auto.get(tp, 0) < end:
-            assert first_auto[tp] == committed_auto.get(tp, 0), (tp, first_auto, committed_auto)
-
-    # duplicates: what the dead member got after its last commit, and nothing else
     report = []
     for name, dead, restarted, committed in (("manual", manual, manual2, committed_manual),
                                              ("auto", auto, auto2, committed_auto)):
+        # the restarted member starts every partition exactly at the committed offset
+        first = {}
+        for _t, tp, o in restarted.delivered():
+            first.setdefault(tp, o)
+        assert first == {tp: committed[tp] for tp in ends}, (name, first, committed)
+        # duplicates: exactly what the dead member got after its last commit
         got_before = {(tp, o) for _t, tp, o in dead.delivered()}
         got_after = {(tp, o) for _t, tp, o in restarted.delivered()}
         dups = got_before & got_after
         last = {}
         for _t, tp, o in dead.delivered():
             last[tp] = max(last.get(tp, -1), o)
-        window = {(tp, o) for tp, hi in last.items() for o in range(committed.get(tp, 0), hi + 1)}
+        window = {(tp, o) for tp, hi in last.items() for o in range(committed[tp], hi + 1)}
         assert dups <= window, sorted(dups - window)[:5]
         assert dups == window, "the uncommitted window should have been read again"
-        report.append(f"{name}-commit: committed {sorted(committed.values())}, "
-                      f"{len(dups)} duplicates = the uncommitted window of {len(window)}")
-    print("\nrestart: " + "; ".join(report))
+        report.append(f"{name} commits: {len(got_before)} records before the crash, "
+                      f"{len(dups)} duplicates = the uncommitted window ("
+                      + ", ".join(f"p{tp[1]}: committed {committed[tp]}, got up to {last[tp]}"
+                                  for tp in sorted(last)) + ")")
+    print(f"\nrestart ({sum(ends.values())} records, all consumed): " + "; ".join(report))
 
 
 def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
@@ -636,7 +653,7 @@ def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
     create_topic(cluster, topic, partitions)
     groups = {}
     for strategy in ("sticky", "range"):
-        group = f"{strategy}-g"
+        group = f"cmp-{strategy}-g"
         groups[strategy] = [members(group, topic, f"{strategy}{i}", "--strategy", strategy)
                             for i in range(5)]
     wait_started(groups["sticky"] + groups["range"], timeout_s=60)
@@ -648,11 +665,11 @@ def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
         return (settled(zk, group, group_members, None, partitions) and
                 len(counts) == len(live) and max(counts.values()) - min(counts.values()) <= 1)
 
-    wait_until(lambda: balanced("sticky-g", groups["sticky"]) and
-               balanced("range-g", groups["range"]), SETTLE_S + 10, "both groups balanced")
-    assert settled(zk, "range-g", groups["range"],
+    wait_until(lambda: balanced("cmp-sticky-g", groups["sticky"]) and
+               balanced("cmp-range-g", groups["range"]), SETTLE_S + 10, "both groups balanced")
+    assert settled(zk, "cmp-range-g", groups["range"],
                    expected_range(groups["range"], topic, partitions), partitions)
-    before = {s: by_member(owner_map(zk, f"{s}-g")) for s in groups}
+    before = {s: by_member(owner_map(zk, f"cmp-{s}-g")) for s in groups}
     leavers = {}
     for strategy, group_members in groups.items():
         leavers[strategy] = sorted(group_members, key=lambda m: m.member_id)[0]
@@ -661,9 +678,9 @@ def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
         leaver = leavers[strategy]
         wait_until(lambda: not leaver.alive, 20, "the leaver closing")
         group_members.remove(leaver)
-    wait_until(lambda: balanced("sticky-g", groups["sticky"]) and
-               balanced("range-g", groups["range"]), SETTLE_S, "both groups balanced again")
-    after = {s: by_member(owner_map(zk, f"{s}-g")) for s in groups}
+    wait_until(lambda: balanced("cmp-sticky-g", groups["sticky"]) and
+               balanced("cmp-range-g", groups["range"]), SETTLE_S, "both groups balanced again")
+    after = {s: by_member(owner_map(zk, f"cmp-{s}-g")) for s in groups}
     moved = {s: moved_partitions(before[s], after[s]) for s in groups}
     leaver_had = {s: len(before[s][leavers[s].member_id]) for s in groups}
     print(f"\nsticky: one member of five leaves ({partitions} partitions): range moved "
@@ -671,3 +688,61 @@ def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
           f"{leaver_had['sticky']})")
     assert moved["sticky"] < moved["range"]
     assert moved["sticky"] == leaver_had["sticky"]
+
+
+def test_partition_back_after_another_owner_resumes_from_its_commit(group_cluster, zk):
+    """A partition revoked in a rebalance and claimed back after another member consumed and
+    committed meanwhile (members with split views of the group) resumes from that commit, not
+    from where this member had got to. In-process and staged: right after the consumer releases
+    its owner znode, "another member" (the test's ZooKeeper session) takes it, commits 60, and
+    lets go 0.3 s later, while the consumer retries its claim."""
+    import zk_schema
+    from kafkalite import Consumer
+    from zk_schema.consumers import PartitionOwner
+
+    zk_connect, cluster = group_cluster
+    topic, group = "comeback-t", "comeback-g"
+    create_topic(cluster, topic, 1)
+    produce(cluster, topic, 1, 100)
+    owner_path = zk_schema.consumers.owner_path(group, topic, 0)
+    other = "comeback-g_zzz-0-other"        # sorts after the consumer: range leaves it idle
+    consumer = Consumer(group_id=group, zookeeper=zk_connect, auto_offset_reset="earliest",
+                        enable_auto_commit=False, max_poll_records=10, fetch_max_wait_ms=100,
+                        session_timeout_ms=SESSION_TIMEOUT_MS, rebalance_debounce_ms=100,
+                        rebalance_backoff_ms=200)
+    stolen = threading.Event()
+    coordinator_zk = consumer._coordinator.zk
+    plain_release = coordinator_zk.release_partition_owner
+
+    def release_then_steal(*args, **kwargs):
+        released = plain_release(*args, **kwargs)
+        if not stolen.is_set():
+            stolen.set()
+            zk.create(owner_path, PartitionOwner(f"{other}-0").encode(), ephemeral=True)
+            zk.set_consumer_offset(group, topic, 0, 60)
+            threading.Timer(0.3, lambda: zk.delete(owner_path)).start()
+        return released
+
+    try:
+        consumer.subscribe([topic])
+        first = []
+        wait_until(lambda: first.extend(r.offset for rs in consumer.poll(100).values()
+                                        for r in rs) or len(first) >= 10, 30, "some records")
+        consumer.commit()
+        assert first == list(range(10))
+        coordinator_zk.release_partition_owner = release_then_steal
+        # another member registers: the consumer rebalances, releases, and claims back
+        zk.register_consumer(group, other, consumer._coordinator._registration())
+        coordinator, rebalances = consumer._coordinator, consumer._coordinator.rebalances
+        after = []
+
+        def records_after_the_rebalance():
+            got = [r.offset for rs in consumer.poll(100).values() for r in rs]
+            if coordinator.rebalances > rebalances:     # the rebalance runs first in a poll
+                after.extend(got)
+            return after
+        wait_until(records_after_the_rebalance, 30, "records after the rebalance")
+        assert stolen.is_set()
+        assert after[0] == 60, f"resumed at {after[0]}, not at the other member's commit (60)"
+    finally:
+        consumer.close()

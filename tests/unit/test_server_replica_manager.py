@@ -10,6 +10,7 @@ from kafkalite.config import TopicConfig
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
+from kafkalite.server.partition import PartitionState
 from kafkalite.server.replica_manager import ReplicaManager
 
 
@@ -151,3 +152,35 @@ def test_offsets_for_leader_epoch(tmp_path):
     assert partition.end_offset_for_epoch(0) == (0, 3)
     assert partition.end_offset_for_epoch(1) == (0, 3)
     assert partition.end_offset_for_epoch(3) == (3, 6)
+
+
+def test_diverged_follower_truncates_to_the_leaders_epoch_end(tmp_path):
+    """KIP-101: the old leader wrote records the new leader never got; as a follower it must cut
+    exactly those, even though its own log end is past the new leader's batch boundaries."""
+    old = Harness(tmp_path / "old")
+    new = Harness(tmp_path / "new", broker_id=2)
+    old.lead([1, 2], [1, 2], epoch=0)
+    first = old.produce(acks=1, n=10)                         # offsets 0-9, epoch 0
+    shipped = _resolved(old.fetch(0, replica_id=2)).responses[0].partitions[0].records
+    new.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
+        controller_id=1, controller_epoch=1, partition_states=[m.LeaderAndIsrPartitionState(
+            "t", 0, 1, 1, 0, [1, 2], 0, [1, 2])]))
+    new.manager.partitions[("t", 0)].append_as_follower(shipped, 10)
+    old.lead([1, 2], [1, 2], epoch=1)
+    old.produce(acks=1, n=10)                                 # offsets 10-19, never shipped
+    # broker 2 becomes leader at epoch 2 and writes offsets 10-14
+    new.lead([1, 2], [2], epoch=2, leader=2)
+    new.produce(acks=1, n=5)
+    leader = new.manager.partitions[("t", 0)]
+    follower = old.manager.partitions[("t", 0)]
+    follower.make_follower(PartitionState(2, 2, [2], [1, 2]))
+    assert follower.epoch_starts[-1] == (1, 10)               # no invented epoch-2 start
+    epoch, end = leader.end_offset_for_epoch(follower.epoch_starts[-1][0])
+    assert (epoch, end) == (0, 10)
+    _own_epoch, own_end = follower.end_offset_for_epoch(epoch)
+    follower.truncate_to(min(end, own_end))
+    assert follower.log_end_offset == 10
+    records = _resolved(new.fetch(10, replica_id=1)).responses[0].partitions[0].records
+    follower.append_as_follower(records, 15)
+    assert follower.log_end_offset == 15 and follower.epoch_starts[-1] == (2, 10)
+    assert _resolved(first).responses["t"][0].base_offset == 0

@@ -1,0 +1,92 @@
+"""The payments pipeline on local[2] Spark and 3 brokers: its totals against plain Python."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from sparktools import unique_topic
+
+from spark_integration.pipelines.payments import (
+    PipelineConfig,
+    generate_payments,
+    late_payments,
+    produce_payments,
+    read_parquet_totals,
+    read_topic_totals,
+    reference_totals,
+    run_pipeline,
+    topic_record_key,
+)
+
+pytestmark = pytest.mark.spark
+
+MINUTE = 60_000
+START_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z, a window boundary
+
+
+def test_windowed_totals_equal_a_plain_python_computation(spark, bootstrap, tmp_path):
+    config = PipelineConfig(bootstrap, input_topic=unique_topic("payments"),
+                            output_topic=unique_topic("totals"), output_dir=str(tmp_path),
+                            window="1 minute", watermark="2 minutes")
+    from spark_integration.pipelines.payments import ensure_topics
+
+    ensure_topics(bootstrap, [config.input_topic, config.output_topic], partitions=3)
+    # round 1: six minutes of payments, some out of order by up to 45 s
+    first = generate_payments(400, start_ms=START_MS, span_s=360, seed=21)
+    produce_payments(bootstrap, config.input_topic, first)
+    lines: list[str] = []
+    result1 = run_pipeline(spark, config, echo=lines.append)
+    assert result1.input_rows == 2 * 400           # two queries (two sinks) read every event
+    assert any("batch 0: 400 input rows" in line for line in lines)
+
+    # round 2, from the checkpoint: two more minutes, plus payments from long before the
+    # watermark, which must be dropped as too late
+    second = (generate_payments(120, start_ms=START_MS + 6 * MINUTE, span_s=120, seed=22,
+                                id_prefix="q")
+              + late_payments(4, event_time_ms=START_MS + 30_000))
+    produce_payments(bootstrap, config.input_topic, second)
+    result2 = run_pipeline(spark, config, echo=lines.append)
+    assert result2.input_rows == 2 * 124
+
+    reference = reference_totals([first, second], "1 minute", "2 minutes")
+    assert len(reference.dropped) == 4 and reference.closed and reference.open
+    parquet = read_parquet_totals(spark, config.parquet_path)
+    assert parquet == reference.closed
+    records = read_topic_totals(bootstrap, config.output_topic)
+    topic_totals = {topic_record_key(r): (r["total_cents"], r["payments"]) for r in records}
+    assert len(records) == len(topic_totals)       # each window total written once
+    assert topic_totals == reference.closed
+    # the late payments changed nothing: their window was already final
+    late_window = (START_MS, )
+    assert all(key[0] != late_window[0] or value == reference.closed[key]
+               for key, value in parquet.items())
+
+
+def test_cli_runs_the_pipeline(spark, bootstrap, tmp_path):
+    from click.testing import CliRunner
+
+    from kafkalite.cli.pipeline import command
+
+    input_topic, output_topic = unique_topic("cli-payments"), unique_topic("cli-totals")
+    result = CliRunner().invoke(command, [
+        "run", "--bootstrap-server", bootstrap, "--input-topic", input_topic,
+        "--output-topic", output_topic, "--output-dir", str(tmp_path), "--generate", "200",
+        "--max-offsets-per-trigger", "120"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "produced 200 payment events" in result.output
+    assert "processed 400 input rows in" in result.output       # 2 sinks x 200 events
+    assert "[payer_totals_to_parquet] batch 1: 80 input rows" in result.output
+    assert "window totals in" in result.output
+    assert os.path.isdir(os.path.join(tmp_path, "totals"))
+    # the CLI reused this module's session and left it running
+    assert spark.range(3).count() == 3
+
+
+def test_module_entry_point_is_the_same_command():
+    out = subprocess.run([sys.executable, "-m", "spark_integration.pipelines.payments", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "run" in out.stdout and "demo" in out.stdout and "generate" in out.stdout
