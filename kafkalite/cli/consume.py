@@ -159,7 +159,8 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
         if not explicit(ctx, "bootstrap_server"):
             bootstrap_server = None          # find the brokers through ZooKeeper
     quiet_client_logs()
-    out = click.get_binary_stream("stdout")
+    sys.stdout.flush()
+    out = sys.stdout.buffer         # records are bytes: written as they are
     progress = {"count": 0}
     consumer = None
     try:

@@ -8,6 +8,7 @@ exit with status 2 or 1, never a traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click

@@ -146,8 +146,8 @@ def connection_hint(exc: Exception, bootstrap: str | None = None,
         return (f"no broker answered at {bootstrap}: is the cluster up? Pass "
                 f"--bootstrap-server host:port or set KAFKALITE_BOOTSTRAP_SERVER")
     if isinstance(exc, errors.ZooKeeperError) and zookeeper is not None:
-        return (f"cannot use ZooKeeper at {zookeeper} ({exc}); is it running? Pass "
-                f"--zookeeper host:port/chroot or set KAFKALITE_ZOOKEEPER")
+        return (f"{exc}: is ZooKeeper running there? Pass --zookeeper host:port/chroot or "
+                f"set KAFKALITE_ZOOKEEPER")
     return str(exc)
 
 

@@ -191,7 +191,8 @@ def _ensure_topic(bootstrap: str, topic: str, partitions: int | None) -> None:
             pass
 
 
-@command.command("produce")
+@command.command("produce", context_settings={"allow_extra_args": True})
+@click.pass_context
 @click.option("--topic", required=True)
 @click.option("--num-records", type=click.IntRange(min=1), required=True,
               help="records to send")
@@ -211,14 +212,19 @@ def _ensure_topic(bootstrap: str, topic: str, partitions: int | None) -> None:
 @click.option("--partitions", type=click.IntRange(min=1), default=None,
               help="partitions when the topic has to be created (default: the broker's)")
 @bootstrap_option
-def produce(topic, num_records, record_size, throughput, acks, producer_props,
+def produce(ctx, topic, num_records, record_size, throughput, acks, producer_props,
             reporting_interval, latency_sample_every, partitions, bootstrap_server):
     """Send N records of S bytes as fast as allowed; print throughput and latency."""
     from kafkalite.client.producer import Producer
     from kafkalite.topics import validate_topic_name
 
     validate_topic_name(topic)
-    items = [part for item in producer_props for part in item.split()]
+    # Kafka's tool takes several values after one --producer-props: a=1 b=2
+    stray = [arg for arg in ctx.args if "=" not in arg or arg.startswith("-")]
+    if stray or (ctx.args and not producer_props):
+        raise CliError(f"unexpected argument(s) {' '.join(stray or ctx.args)}; producer "
+                       f"settings go after --producer-props, as KEY=VALUE", exit_code=2)
+    items = [part for item in list(producer_props) + ctx.args for part in item.split()]
     props = parse_properties(items, "--producer-props")
     bootstrap_server = props.pop("bootstrap.servers", bootstrap_server)
     settings = client_kwargs(Producer, props, "--producer-props")

@@ -110,7 +110,7 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
     if generate:
         n = payments.produce_payments(servers, input_topic,
                                       payments.generate_payments(generate))
-        console.print(f"produced {n} payment events to '{input_topic}'")
+        click.echo(f"produced {n} payment events to '{input_topic}'")
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()      # e.g. when called from a notebook or test
@@ -121,19 +121,19 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
             spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory,
                                   log_level="ERROR")
     try:
-        console.print(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
-                      f"{watermark} watermark) -> {', '.join(config.sinks)}")
+        click.echo(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
+                   f"{watermark} watermark) -> {', '.join(config.sinks)}")
         try:
-            result = payments.run_pipeline(spark, config, echo=console.print, timeout_s=timeout)
+            result = payments.run_pipeline(spark, config, echo=click.echo, timeout_s=timeout)
         except KeyboardInterrupt:
             console.print("stopped")
             return
-        console.print(f"processed {result.input_rows} input rows in {result.batches} "
-                      f"micro-batches")
+        click.echo(f"processed {result.input_rows} input rows in {result.batches} "
+                   f"micro-batches")
         if show and "parquet" in config.sinks:
             totals = payments.read_parquet_totals(spark, config.parquet_path)
             console.print(payments.format_table(totals, window))
-            console.print(f"{len(totals)} window totals in {config.parquet_path}")
+            click.echo(f"{len(totals)} window totals in {config.parquet_path}")
     finally:
         if existing is None:
             spark.stop()

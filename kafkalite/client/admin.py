@@ -279,20 +279,39 @@ class AdminClient:
 
         import zk_schema
         from kafkalite.zk import ZkClient
+        from kafkalite.zk.client import split_connect_string
+        from kafkalite.zk.errors import ZkConnectionLossError
 
-        zk = ZkClient(self.zookeeper, session_timeout_ms=10000, connection_timeout_s=10)
+        hosts, chroot = split_connect_string(self.zookeeper)
+        timeout_s = 10
+
+        def call(fn, *args):
+            try:
+                return fn(*args)
+            except ZkConnectionLossError:
+                raise errors.ZooKeeperError(
+                    f"cannot reach ZooKeeper at {hosts} within {timeout_s} s") from None
+            except KafkaError as exc:
+                raise errors.ZooKeeperError(f"ZooKeeper at {hosts}: {exc}") from None
+
+        # look before connecting with the chroot: a mistyped chroot must not get created
+        zk = ZkClient(hosts, session_timeout_ms=10000, connection_timeout_s=timeout_s)
         try:
-            zk.start()
-            has_cluster = zk.exists(zk_schema.BROKER_IDS_PATH)
-        except KafkaError as exc:
+            call(zk.start)
+            has_cluster = call(zk.exists, chroot + zk_schema.BROKER_IDS_PATH)
+        except BaseException:
             zk.stop()
-            raise errors.ZooKeeperError(
-                f"cannot reach ZooKeeper at {self.zookeeper}: {exc}") from None
+            raise
+        if chroot or not has_cluster:
+            zk.stop()
         if not has_cluster:
-            zk.stop()
             raise errors.ConfigError(
                 f"no kafkalite cluster in ZooKeeper {self.zookeeper} (no "
                 f"{zk_schema.BROKER_IDS_PATH}); is the chroot right?")
+        if chroot:
+            zk = ZkClient(self.zookeeper, session_timeout_ms=10000,
+                          connection_timeout_s=timeout_s)
+            call(zk.start)
         self._zk_session = zk
         self._zk_finalizer = weakref.finalize(self, zk.stop)
         return zk

@@ -46,6 +46,8 @@ class ControllerContext:
     shutting_down: set = field(default_factory=set)
     reassignments: dict = field(default_factory=dict)      # (topic, p) -> target replicas
     topic_ids: dict = field(default_factory=dict)           # topic -> topic_id
+    unclean_topics: set = field(default_factory=set)        # topics overriding unclean election
+    clean_topics: set = field(default_factory=set)
 
     def partitions(self, topic: str | None = None):
         topics = [topic] if topic is not None else list(self.assignments)
@@ -257,6 +259,8 @@ class Controller:
         assignments = yield self.tzk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
         context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
+        for topic in context.assignments:
+            yield self._load_unclean_override(context, topic)
         context.states = yield self.tzk.get_partition_states(context.partitions())
         marked = yield self.tzk.topics_marked_for_deletion()
         context.topics_to_delete = {t for t in marked if t in context.assignments}
@@ -341,7 +345,21 @@ class Controller:
         raise ValueError(kind)
 
     def _unclean_allowed(self, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable override, else the broker default."""
+        if topic in self.context.unclean_topics:
+            return True
+        if topic in self.context.clean_topics:
+            return False
         return bool(self.config.unclean_leader_election_enable)
+
+    @defer.inlineCallbacks
+    def _load_unclean_override(self, context, topic):
+        overrides = yield self.tzk.get_topic_config(topic)
+        value = str(overrides.get("unclean.leader.election.enable", "")).lower()
+        if value == "true":
+            context.unclean_topics.add(topic)
+        elif value == "false":
+            context.clean_topics.add(topic)
 
     @defer.inlineCallbacks
     def _write_states(self, updates):
@@ -532,7 +550,9 @@ class Controller:
         new_tps = []
         for topic, assignment in assignments.items():
             self.context.assignments[topic] = dict(assignment.partitions)
+            self.context.topic_ids[topic] = assignment.topic_id
             new_tps += self.context.partitions(topic)
+            yield self._load_unclean_override(self.context, topic)
         log.info("controller: new topic(s) %s, %d partition(s)", new_topics, len(new_tps))
         for tp in new_tps:
             self.partition_states.transition(tp, PS.NEW)

@@ -53,6 +53,10 @@ class DockerUnavailable(RuntimeError):
     """No engine answers, or an image is missing locally (the message says which)."""
 
 
+class ContainerExited(RuntimeError):
+    """A container stopped while it was awaited (the message carries its log tail)."""
+
+
 # ------------------------------------------------------------------------------ the engine
 
 def _docker_client(timeout: int = 5):
@@ -129,7 +133,10 @@ def _logs_tail(container: Any, n: int = 40) -> str:
     return ""
 
 
-def _wait(condition, timeout_s: float, what: str, on_timeout=lambda: "") -> None:
+def _wait(condition, timeout_s: float, what: str, on_timeout=lambda: "",
+          fatal: type[BaseException] | None = None) -> None:
+    """Poll ``condition`` until true; TimeoutError after ``timeout_s``. A ``fatal`` exception
+    from the condition ends the wait at once (e.g. a container that exited)."""
     deadline = time.monotonic() + timeout_s
     last = None
     while True:
@@ -137,6 +144,8 @@ def _wait(condition, timeout_s: float, what: str, on_timeout=lambda: "") -> None
             if condition():
                 return
         except Exception as exc:  # noqa: BLE001 - it may fail while starting
+            if fatal is not None and isinstance(exc, fatal):
+                raise
             last = exc
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}"
@@ -301,6 +310,11 @@ class ContainerCluster:
 
         def ready():
             for broker_id in expected:
+                wrapped = self.brokers[broker_id].get_wrapped_container()
+                wrapped.reload()
+                if wrapped.status in ("exited", "dead"):
+                    raise ContainerExited(f"broker {broker_id}'s container {wrapped.status}:\n"
+                                       f"{_logs_tail(self.brokers[broker_id])}")
                 response = request(self.host, self.ports[broker_id],
                                    m.MetadataRequest(topics=[]), timeout_s=3.0)
                 if not expected <= {b.node_id for b in response.brokers}:
@@ -310,7 +324,7 @@ class ContainerCluster:
             return True
 
         _wait(ready, timeout_s or self.start_timeout_s, f"brokers {sorted(expected)} in Docker",
-              self.describe_logs)
+              self.describe_logs, fatal=ContainerExited)
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL the broker's container (no controlled shutdown)."""

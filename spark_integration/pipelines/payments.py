@@ -278,7 +278,7 @@ def _describe_progress(progress: dict) -> str:
     if state:
         text += f", {written} window totals updated"
     if watermark:
-        text += f", watermark {watermark}"
+        text += f", watermark {watermark.replace('T', ' ').replace('.000Z', '')}"
     return text
 
 
@@ -496,14 +496,15 @@ def run_demo(bootstrap_servers: str, *, events: int = 1200, late: int = 5,
         from spark_integration.session import spark_session
 
         with console.status("starting Spark..."):
-            spark = spark_session("kafkalite-payments-demo", master)
+            spark = spark_session("kafkalite-payments-demo", master, log_level="ERROR")
     try:
         batches = rows = 0
         for number, payments in ((1, first), (2, second)):
             produce_payments(bootstrap_servers, input_topic, payments)
             echo(f"round {number}: produced {len(payments)} payments to '{input_topic}'; "
                  f"running the pipeline (availableNow)")
-            result = run_pipeline(spark, config, echo=lambda line: echo(f"  {line}"))
+            result = run_pipeline(spark, config, echo=lambda line: console.print(
+                f"  {line}", soft_wrap=True, highlight=False, markup=False))
             batches += result.batches
             rows += result.input_rows
         totals = read_parquet_totals(spark, config.parquet_path)

@@ -746,3 +746,54 @@ def test_partition_back_after_another_owner_resumes_from_its_commit(group_cluste
         assert after[0] == 60, f"resumed at {after[0]}, not at the other member's commit (60)"
     finally:
         consumer.close()
+
+
+def test_claim_that_never_succeeds_fails_clearly_and_consumes_nothing(group_cluster, zk):
+    """A member whose partition stays held by another (a stuck member) gives up after
+    rebalance_max_retries with RebalanceFailedError, consumes nothing meanwhile, and completes the
+    rebalance at a later poll once the partition is free. In-process, with a short claim timeout."""
+    import zk_schema
+    from kafkalite import Consumer, errors
+    from kafkalite.client.zk_coordinator import ZooKeeperCoordinator
+    from zk_schema.consumers import ConsumerRegistration, PartitionOwner
+
+    zk_connect, cluster = group_cluster
+    topic, group = "stuck-t", "stuck-g"
+    create_topic(cluster, topic, 2)
+    produce(cluster, topic, 2, 20)
+    stuck = "stuck-g_aaa-0-stuck"           # sorts first: range gives it p0, the consumer p1
+    zk.register_consumer(group, stuck, ConsumerRegistration(subscription={topic: 1},
+                                                            pattern="static", timestamp_ms=0))
+    zk.create(zk_schema.consumers.owner_path(group, topic, 1),
+              PartitionOwner(f"{stuck}-0").encode(), ephemeral=True, makepath=True)
+    coordinator = ZooKeeperCoordinator(group, zk_connect, session_timeout_ms=SESSION_TIMEOUT_MS,
+                                       rebalance_max_retries=1, rebalance_backoff_ms=100,
+                                       rebalance_debounce_ms=100, claim_timeout_ms=500)
+    consumer = Consumer(zookeeper=zk_connect, group_id=group, coordinator=coordinator,
+                        auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    try:
+        consumer.subscribe([topic])
+        failures, got = [], []
+
+        def poll_until_failed_3_times():     # every later poll tries again, and fails again
+            try:
+                got.extend(consumer.poll(100).values())
+            except errors.RebalanceFailedError as exc:
+                failures.append(str(exc))
+            return len(failures) >= 3
+        wait_until(poll_until_failed_3_times, 30, "the rebalance to fail 3 times")
+        assert "could not complete a rebalance after 2 attempts" in failures[0]
+        assert not got, "records consumed from partitions the member does not own"
+        assert owner_map(zk, group) == {(topic, 1): stuck}
+
+        zk.delete(zk_schema.consumers.owner_path(group, topic, 1))   # the stuck member lets go
+        records = []
+        wait_until(lambda: records.extend(r for rs in consumer.poll(100).values() for r in rs)
+                   or len(records) >= 20, 30, "the records of p1")
+        assert sorted((r.partition, r.offset) for r in records) == [(1, o) for o in range(20)]
+        assert owner_map(zk, group) == {(topic, 1): coordinator.member_id}
+        print(f"\nstuck owner: {len(failures)} x RebalanceFailedError ({failures[0][:90]}...), "
+              f"nothing consumed meanwhile; p1 consumed once released")
+    finally:
+        consumer.close()
+        zk.unregister_consumer(group, stuck)
