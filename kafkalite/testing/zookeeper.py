@@ -695,6 +695,10 @@ class DockerZooKeeper:
     def start(self) -> "DockerZooKeeper":
         from testcontainers.core.container import DockerContainer
 
+        from kafkalite.testing.containers import prepare_testcontainers
+
+        prepare_testcontainers()   # no Ryuk pull on machines without a registry
+
         from kafkalite.zk.client import probe
 
         container = (
