@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _cli(*args: str, timeout: float = 1800) -> str:
     out = subprocess.run([sys.executable, "-m", "kafkalite", *args], capture_output=True,
-                         text=True, timeout=timeout)
+                         text=True, timeout=timeout, check=False)
     if out.returncode != 0:
         raise SystemExit(f"kafkalite {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
     return out.stdout

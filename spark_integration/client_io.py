@@ -39,7 +39,7 @@ def resolve_bootstrap(bootstrap_servers: str | None, zookeeper: str | None) -> s
 
     try:
         client = ZkClient(zookeeper, session_timeout_ms=10_000, connection_timeout_s=10).start()
-    except Exception as exc:  # noqa: BLE001 - any connection problem, said plainly
+    except Exception as exc:  # any connection problem, said plainly
         raise OptionError("kafkalite.zookeeper", f"cannot reach ZooKeeper at {zookeeper!r}: "
                                                  f"{exc}") from exc
     try:
@@ -198,6 +198,9 @@ def read_range(bootstrap_servers: str, rng: OffsetRange, arrow_schema, *,
 
 
 # --- writing ------------------------------------------------------------------------------------
+_WRITE_COLUMNS = frozenset({"value", "key", "topic", "partition", "headers"})
+
+
 def _as_bytes(values: list) -> list:
     return [v.encode("utf-8") if isinstance(v, str) else v for v in values]
 
@@ -228,19 +231,15 @@ def write_batches(bootstrap_servers: str, batches: Iterable, *, topic: str | Non
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            names = {name.lower(): i for i, name in enumerate(batch.schema.names)}
-
-            def column(name):
-                index = names.get(name)
-                return None if index is None else batch.column(index).to_pylist()
-
-            values = _as_bytes(column("value"))
+            columns = {name.lower(): batch.column(i).to_pylist()
+                       for i, name in enumerate(batch.schema.names)
+                       if name.lower() in _WRITE_COLUMNS}
+            values = _as_bytes(columns["value"])
             n = len(values)
-            keys = column("key")
-            keys = _as_bytes(keys) if keys is not None else [None] * n
-            topics = [topic] * n if topic is not None else column("topic")
-            partitions = column("partition") or [None] * n
-            headers = column("headers") or [None] * n
+            keys = _as_bytes(columns["key"]) if "key" in columns else [None] * n
+            topics = [topic] * n if topic is not None else columns["topic"]
+            partitions = columns.get("partition") or [None] * n
+            headers = columns.get("headers") or [None] * n
             send = producer.send
             for i in range(n):
                 row_topic = topics[i]

@@ -26,6 +26,7 @@ import pkgutil
 import re
 import shutil
 import sys
+import tempfile
 
 __all__ = ["spark_session", "configure_environment", "spark_unavailable_reason", "register",
            "local_cores"]
@@ -42,8 +43,8 @@ def spark_unavailable_reason() -> str | None:
     if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
         return None
     if shutil.which("java") is None:
-        return "Java is not installed (Spark needs a JDK 17 or 21: set JAVA_HOME or put java " \
-               "on PATH)"
+        return ("Java is not installed (Spark needs a JDK 17 or 21: set JAVA_HOME or put java "
+                "on PATH)")
     return None
 
 
@@ -73,6 +74,33 @@ def local_cores(master: str) -> int:
     if match is None:
         return 1 if master.strip() == "local" else (os.cpu_count() or 2)
     return os.cpu_count() or 2 if match.group(1) == "*" else int(match.group(1))
+
+
+def _log4j_config(level: str) -> str:
+    """A log4j2 configuration logging ``level`` and above to stderr (written once per level)."""
+    level = level.upper()
+    path = os.path.join(tempfile.gettempdir(), f"kafkalite-spark-log4j2-{level.lower()}.properties")
+    text = (f"rootLogger.level = {level.lower()}\n"
+            "rootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex\n"
+            # "Unable to load native-hadoop library": expected, and said on every start
+            "logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader\n"
+            "logger.nativecode.level = error\n")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path
 
 
 def register(spark) -> None:
@@ -114,6 +142,10 @@ def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.python.worker.reuse": "true",
     }
+    if SparkContext._gateway is None:
+        # the JVM's own log level from its first line on (setLogLevel only acts later)
+        settings["spark.driver.extraJavaOptions"] = \
+            f"-Dlog4j2.configurationFile=file:{_log4j_config(log_level)}"
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():

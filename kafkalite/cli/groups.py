@@ -26,6 +26,7 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
+    brokers_from,
     bootstrap_option,
     connection_hint,
     pick_action,
@@ -106,7 +107,8 @@ def _parse_topic_arg(text: str) -> tuple[str, list[int] | None]:
 @click.option("--dry-run", is_flag=True, help="--reset-offsets: only print the plan (default)")
 @bootstrap_option
 @zookeeper_option
-def command(list_, describe, reset_offsets, delete, group, all_groups, members, topics,
+@click.pass_context
+def command(ctx, list_, describe, reset_offsets, delete, group, all_groups, members, topics,
             all_topics, to_earliest, to_latest, to_offset, shift_by, execute, dry_run,
             bootstrap_server, zookeeper):
     """List, describe, reset and delete consumer groups (Kafka's kafka-consumer-groups)."""
@@ -116,7 +118,7 @@ def command(list_, describe, reset_offsets, delete, group, all_groups, members, 
         raise CliError(f"groups --{action} needs --group NAME", exit_code=2)
     quiet_client_logs()
     try:
-        with admin_client(bootstrap_server, zookeeper) as admin:
+        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
             if action == "list":
                 for name in admin.list_consumer_groups():
                     click.echo(name)

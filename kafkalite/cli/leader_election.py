@@ -24,6 +24,7 @@ import click
 from kafkalite.cli.options import (
     CliError,
     admin_client,
+    brokers_from,
     bootstrap_option,
     connection_hint,
     quiet_client_logs,
@@ -69,7 +70,8 @@ def _read_partitions(path: str) -> list[tuple[str, int]]:
               help="how long to wait for the controller")
 @bootstrap_option
 @zookeeper_option
-def command(preferred, election_type, topic, partition, all_topic_partitions,
+@click.pass_context
+def command(ctx, preferred, election_type, topic, partition, all_topic_partitions,
             path_to_json_file, timeout_ms, bootstrap_server, zookeeper):
     """Move leadership back to preferred replicas (Kafka's kafka-leader-election)."""
     if election_type is not None and election_type.lower() == "unclean":
@@ -89,7 +91,7 @@ def command(preferred, election_type, topic, partition, all_topic_partitions,
         raise CliError("--partition needs --topic", exit_code=2)
     quiet_client_logs()
     try:
-        with admin_client(bootstrap_server, zookeeper) as admin:
+        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
             if all_topic_partitions:
                 partitions = None
             elif path_to_json_file is not None:

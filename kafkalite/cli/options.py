@@ -137,12 +137,11 @@ def quiet_client_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def connection_hint(exc: Exception, bootstrap: str | None = None,
-                    zookeeper: str | None = None) -> str:
+def connection_hint(exc: Exception, bootstrap=None, zookeeper: str | None = None) -> str:
     """The message for a failed connection, with how to fix it."""
     from kafkalite import errors
 
-    if isinstance(exc, errors.NoBrokersAvailableError) and bootstrap is not None:
+    if isinstance(exc, errors.NoBrokersAvailableError) and isinstance(bootstrap, str):
         return (f"no broker answered at {bootstrap}: is the cluster up? Pass "
                 f"--bootstrap-server host:port or set KAFKALITE_BOOTSTRAP_SERVER")
     if isinstance(exc, errors.ZooKeeperError) and zookeeper is not None:
@@ -151,27 +150,36 @@ def connection_hint(exc: Exception, bootstrap: str | None = None,
     return str(exc)
 
 
+def brokers_from(ctx: click.Context, bootstrap: str, zookeeper: str | None):
+    """``--bootstrap-server`` when given (flag or environment); otherwise, when ``--zookeeper``
+    was given, the brokers registered in ZooKeeper (as Kafka 0.8's tools found them)."""
+    if zookeeper is not None and not explicit(ctx, "bootstrap_server") \
+            and explicit(ctx, "zookeeper"):
+        from kafkalite.client.zk_bootstrap import ZooKeeperBootstrap
+
+        return ZooKeeperBootstrap(zookeeper)
+    return bootstrap
+
+
 @contextlib.contextmanager
-def admin_client(bootstrap: str, zookeeper: str | None = None, **kwargs):
-    """An AdminClient (``with``), whose ZooKeeper session, if it opened one, closes with it."""
+def admin_client(bootstrap, zookeeper: str | None = None, **kwargs):
+    """An AdminClient (``with``), whose ZooKeeper session, if it opened one, closes with it.
+    ``bootstrap``: a host:port list or a bootstrap source such as ``brokers_from``'s."""
+    from kafkalite import errors
     from kafkalite.client.admin import AdminClient
 
-    admin = AdminClient(bootstrap_servers=bootstrap, zookeeper=zookeeper, **kwargs)
     try:
-        yield admin
-    finally:
+        admin = AdminClient(bootstrap_servers=bootstrap, zookeeper=zookeeper, **kwargs)
         try:
-            admin.close()
+            yield admin
         finally:
-            admin.close_zookeeper()
-
-
-def run_kafka_call(fn, *args, bootstrap: str | None = None, zookeeper: str | None = None,
-                   **kwargs):
-    """Call ``fn``; connection failures become CliError with the fix named."""
-    from kafkalite import errors
-
-    try:
-        return fn(*args, **kwargs)
+            try:
+                admin.close()
+            finally:
+                admin.close_zookeeper()
     except (errors.NoBrokersAvailableError, errors.ZooKeeperError) as exc:
         raise CliError(connection_hint(exc, bootstrap, zookeeper)) from None
+    finally:
+        close = getattr(bootstrap, "close", None)
+        if close is not None:
+            close()

@@ -26,6 +26,7 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
+    brokers_from,
     bootstrap_option,
     connection_hint,
     pick_action,
@@ -129,7 +130,8 @@ def _parse_broker_list(text: str | None) -> list[int]:
               help="--execute/--verify: the plan (what --generate proposed)")
 @bootstrap_option
 @zookeeper_option
-def command(generate, execute, verify, list_, topics_to_move_json_file, broker_list,
+@click.pass_context
+def command(ctx, generate, execute, verify, list_, topics_to_move_json_file, broker_list,
             reassignment_json_file, bootstrap_server, zookeeper):
     """Move partitions between brokers (Kafka's kafka-reassign-partitions)."""
     action = pick_action({"generate": generate, "execute": execute, "verify": verify,
@@ -140,7 +142,7 @@ def command(generate, execute, verify, list_, topics_to_move_json_file, broker_l
         raise CliError(f"--{action} needs --reassignment-json-file FILE", exit_code=2)
     quiet_client_logs()
     try:
-        with admin_client(bootstrap_server, zookeeper) as admin:
+        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
             if action == "generate":
                 _generate(admin, read_topics_to_move(topics_to_move_json_file),
                           _parse_broker_list(broker_list))

@@ -27,6 +27,7 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
+    brokers_from,
     bootstrap_option,
     connection_hint,
     parse_properties,
@@ -117,7 +118,8 @@ def format_partition_line(name: str, p, marked: bool = False) -> str:
 @click.option("--exclude-internal", is_flag=True, hidden=True, help="accepted for Kafka habits")
 @bootstrap_option
 @zookeeper_option
-def command(create, list_, describe, alter, delete, topic, partitions, replication_factor,
+@click.pass_context
+def command(ctx, create, list_, describe, alter, delete, topic, partitions, replication_factor,
             replica_assignment, configs, delete_configs, if_not_exists, if_exists,
             under_replicated_partitions, unavailable_partitions, topics_with_overrides,
             exclude_internal, bootstrap_server, zookeeper):
@@ -126,7 +128,7 @@ def command(create, list_, describe, alter, delete, topic, partitions, replicati
                           "alter": alter, "delete": delete}, "topics")
     quiet_client_logs()
     try:
-        with admin_client(bootstrap_server, zookeeper) as admin:
+        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
             if action == "create":
                 _create(admin, topic, partitions, replication_factor, replica_assignment,
                         configs, if_not_exists)

@@ -506,12 +506,14 @@ class _Sender(threading.Thread):
         now = time.monotonic()
         for key, _mask in events:
             if key.data is None:
-                self._wake_pending = False
+                # drain first, then clear: a wakeup landing in between must not leave the flag
+                # set with the pipe empty (every later wakeup would be dropped)
                 try:
                     while self._wake_r.recv(4096):
                         pass
                 except OSError:
                     pass
+                self._wake_pending = False
             else:
                 self._read(key.data, now)
         # request timeouts on connections that stayed silent

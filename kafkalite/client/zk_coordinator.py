@@ -15,6 +15,13 @@ few rebalances, not one per event per member) the next ``poll`` rebalances:
    RebalanceFailedError;
 5. it reads the committed offsets and resumes (``on_partitions_assigned``).
 
+When the group changes again while a member is still claiming (others already follow the newer
+view), the attempt is dropped without counting against the retries: the member returns owning
+nothing and rebalances again after the debounce. When a rebalance fails (RebalanceFailedError, or
+a ZooKeeper error after the member revoked), every later poll tries again at once, and the
+consumer fetches nothing it revoked meanwhile. When the session expires, the next poll revokes
+everything at once (the owner znodes went with the session), then the member registers again.
+
 An owner znode is only ever created when it does not exist, so a partition is never owned by two
 members at once; a crashed member's owners vanish with its session.
 
@@ -158,13 +165,14 @@ class ZooKeeperCoordinator(Coordinator):
         lost = None
         if self._session_lost:
             # the expired session took our owner znodes with it, and other members may claim
-            # them any moment: stop consuming them now, not after the debounce
-            self._session_lost = False
+            # them any moment: stop consuming them now, not after the debounce (if revoking
+            # raises, the next poll tries again)
             if self._owned:
                 log.warning("group %s: %s lost %s with its session", self.group_id,
                             self.member_id, sorted(self._owned))
                 self._revoke()
-                lost = set()
+            self._session_lost = False
+            lost = set()
         if not self._registered:
             try:
                 self._register()

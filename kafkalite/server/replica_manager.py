@@ -373,50 +373,49 @@ class ReplicaManager:
             self.produce_purgatory.check(partition.tp)
 
     # --- offsets --------------------------------------------------------------------------------
-    def list_offsets(self, request: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+    def _per_leader_partition(self, request_topics, answer, failed, topic_response):
+        """Answer each requested partition this broker leads with ``answer(partition, entry)``,
+        and every other one (or any failure) with ``failed(entry, code)``."""
         topics = []
-        for topic in request.topics:
+        for topic in request_topics:
             parts = []
-            for p in topic.partitions:
+            for entry in topic.partitions:
                 try:
-                    partition = self.leader_partition(topic.topic, p.partition)
-                    partition.check_leader_epoch(p.current_leader_epoch)
-                    visible = partition.high_watermark if request.replica_id < 0 \
-                        else partition.log_end_offset
-                    if p.timestamp == EARLIEST_TIMESTAMP:
-                        offset, ts = partition.log_start_offset, -1
-                    elif p.timestamp == LATEST_TIMESTAMP:
-                        offset, ts = visible, -1
-                    else:
-                        found = partition.log.find_offset_by_timestamp(p.timestamp)
-                        if found is None or found[0] >= visible:
-                            offset, ts = -1, -1
-                        else:
-                            offset, ts = found
-                    parts.append(m.ListOffsetsPartitionResponse(
-                        p.partition, 0, ts, offset, partition.leader_epoch))
-                except Exception as exc:  # noqa: BLE001
-                    parts.append(m.ListOffsetsPartitionResponse(p.partition, code_of(exc)))
-            topics.append(m.ListOffsetsTopicResponse(topic.topic, parts))
-        return m.ListOffsetsResponse(topics=topics)
+                    partition = self.leader_partition(topic.topic, entry.partition)
+                    partition.check_leader_epoch(entry.current_leader_epoch)
+                    parts.append(answer(partition, entry))
+                except Exception as exc:  # noqa: BLE001 - answered per partition
+                    parts.append(failed(entry, code_of(exc)))
+            topics.append(topic_response(topic.topic, parts))
+        return topics
+
+    def list_offsets(self, request: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        def answer(partition: Partition, entry):
+            visible = (partition.high_watermark if request.replica_id < 0
+                       else partition.log_end_offset)
+            if entry.timestamp == EARLIEST_TIMESTAMP:
+                offset, ts = partition.log_start_offset, -1
+            elif entry.timestamp == LATEST_TIMESTAMP:
+                offset, ts = visible, -1
+            else:
+                found = partition.log.find_offset_by_timestamp(entry.timestamp)
+                offset, ts = found if found is not None and found[0] < visible else (-1, -1)
+            return m.ListOffsetsPartitionResponse(entry.partition, 0, ts, offset,
+                                                  partition.leader_epoch)
+        return m.ListOffsetsResponse(topics=self._per_leader_partition(
+            request.topics, answer,
+            lambda entry, code: m.ListOffsetsPartitionResponse(entry.partition, code),
+            m.ListOffsetsTopicResponse))
 
     def offsets_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest
                                  ) -> m.OffsetForLeaderEpochResponse:
-        topics = []
-        for topic in request.topics:
-            parts = []
-            for p in topic.partitions:
-                try:
-                    partition = self.leader_partition(topic.topic, p.partition)
-                    partition.check_leader_epoch(p.current_leader_epoch)
-                    epoch, end = partition.end_offset_for_epoch(p.leader_epoch)
-                    parts.append(m.OffsetForLeaderEpochPartitionResponse(
-                        p.partition, 0, epoch, end))
-                except Exception as exc:  # noqa: BLE001
-                    parts.append(m.OffsetForLeaderEpochPartitionResponse(
-                        p.partition, code_of(exc)))
-            topics.append(m.OffsetForLeaderEpochTopicResponse(topic.topic, parts))
-        return m.OffsetForLeaderEpochResponse(topics=topics)
+        def answer(partition: Partition, entry):
+            epoch, end = partition.end_offset_for_epoch(entry.leader_epoch)
+            return m.OffsetForLeaderEpochPartitionResponse(entry.partition, 0, epoch, end)
+        return m.OffsetForLeaderEpochResponse(topics=self._per_leader_partition(
+            request.topics, answer,
+            lambda entry, code: m.OffsetForLeaderEpochPartitionResponse(entry.partition, code),
+            m.OffsetForLeaderEpochTopicResponse))
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}

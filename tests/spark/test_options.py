@@ -296,11 +296,14 @@ def test_payments_generator_is_deterministic_and_describes_payments():
 def test_reference_totals_watermark_rules():
     minute = 60_000
     base = 1_700_000_040_000 - 1_700_000_040_000 % minute
-    p = lambda i, payer, cents, t: Payment(str(i), payer, "X", cents, "USD", base + t)  # noqa: E731
+
+    def p(i, payer, cents, t):
+        return Payment(str(i), payer, "X", cents, "USD", base + t)
+
     round1 = [p(1, "A", 100, 1_000), p(2, "A", 200, 59_000), p(3, "B", 50, 61_000),
               p(4, "A", 1, 200_000)]
     round2 = [p(5, "A", 7, 10_000),                   # before the watermark: dropped
-              p(6, "B", 5, 185_000)]
+              p(6, "B", 5, 185_000), p(6, "B", 5, 185_000)]   # stored twice: counted once
     result = reference_totals([round1, round2], "1 minute", "2 minutes")
     # watermark after round 1: 200 s - 120 s = 80 s: only window [0, 60 s) is closed
     assert result.closed == {(base, "A"): (300, 2)}

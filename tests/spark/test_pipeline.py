@@ -43,21 +43,24 @@ def test_windowed_totals_equal_a_plain_python_computation(spark, bootstrap, tmp_
 
     # round 2, from the checkpoint: two more minutes, plus payments from long before the
     # watermark, which must be dropped as too late
+    # and two payments stored twice, as an at-least-once producer's retry would: counted once
     second = (generate_payments(120, start_ms=START_MS + 6 * MINUTE, span_s=120, seed=22,
                                 id_prefix="q")
               + late_payments(4, event_time_ms=START_MS + 30_000))
+    second += second[10:12]
     produce_payments(bootstrap, config.input_topic, second)
     result2 = run_pipeline(spark, config, echo=lines.append)
-    assert result2.input_rows == 2 * 124
+    assert result2.input_rows == 2 * 126
 
     reference = reference_totals([first, second], "1 minute", "2 minutes")
     assert len(reference.dropped) == 4 and reference.closed and reference.open
     parquet = read_parquet_totals(spark, config.parquet_path)
     assert parquet == reference.closed
+    # the kafkalite sink is at-least-once: a retried write may repeat a total, never change it
     records = read_topic_totals(bootstrap, config.output_topic)
-    topic_totals = {topic_record_key(r): (r["total_cents"], r["payments"]) for r in records}
-    assert len(records) == len(topic_totals)       # each window total written once
-    assert topic_totals == reference.closed
+    assert {topic_record_key(r) for r in records} == set(reference.closed)
+    assert all((r["total_cents"], r["payments"]) == reference.closed[topic_record_key(r)]
+               for r in records)
     # windows final after round 1 were not changed by round 2 (nor by its late payments)
     final_after_round_1 = reference_totals([first], "1 minute", "2 minutes").closed
     assert final_after_round_1 and all(parquet[key] == value
@@ -86,6 +89,6 @@ def test_cli_runs_the_pipeline(spark, bootstrap, tmp_path):
 
 def test_module_entry_point_is_the_same_command():
     out = subprocess.run([sys.executable, "-m", "spark_integration.pipelines.payments", "--help"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert "run" in out.stdout and "demo" in out.stdout and "generate" in out.stdout

@@ -92,7 +92,9 @@ def test_new_partitions_are_read_from_the_earliest_offset(spark, bootstrap, tmp_
     a = create_topic(bootstrap, f"{prefix}-a", partitions=1)
     acked_a = produce(bootstrap, a, simple_records(10))
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
-    df = lambda: stream(spark, bootstrap, subscribePattern=f"{prefix}-.*")  # noqa: E731
+    def df():
+        return stream(spark, bootstrap, subscribePattern=f"{prefix}-.*")
+
     run_to_parquet(df(), out, checkpoint)
     assert parquet_rows(spark, out) == expected(a, acked_a)
     # a new topic (two new partitions) matching the pattern, with data produced before the run

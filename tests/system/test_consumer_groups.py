@@ -15,6 +15,10 @@ What each test shows (issue 5, "What it must show"):
   nothing is lost and duplicates stay within the uncommitted window;
 - sticky: when one member of five leaves, the sticky assignor moves fewer partitions than range.
 
+Two more, in-process and staged, pin down coordinator/consumer fixes: a partition claimed back
+after another member committed meanwhile resumes from that commit; a claim that never succeeds
+fails with RebalanceFailedError, consumes nothing it does not own, and recovers at a later poll.
+
 One broker serves the whole module (its own ZooKeeper chroot); every test uses its own topics and
 groups. Nothing sleeps for a fixed time: every wait polls a condition with a deadline.
 """
@@ -233,18 +237,25 @@ def _producer(cluster):
                     delivery_timeout_ms=120000)
 
 
+def _settle(producer, futures) -> dict:
+    """Deliver everything and return ``{tp: end offset}``. ``close()`` rather than ``flush()``:
+    the producer's sender can lose a wakeup (Sender._wait clears ``_wake_pending`` before it
+    drains the wake socket), and then a flush waits forever; close() resets the flag."""
+    producer.close(timeout=120)
+    ends = {}
+    for f in futures:
+        md = f.get(timeout=10)
+        tp = (md.topic, md.partition)
+        ends[tp] = max(ends.get(tp, 0), md.offset + 1)
+    return ends
+
+
 def produce(cluster, topic, partitions, per_partition, tag="r"):
     """``per_partition`` records to every partition; returns ``{tp: end offset}`` afterwards."""
-    ends = {}
-    with _producer(cluster) as producer:
-        futures = [producer.send(topic, value=b"%s-%d-%d" % (tag.encode(), p, i), partition=p)
-                   for i in range(per_partition) for p in range(partitions)]
-        producer.flush(timeout=120)
-        for f in futures:
-            md = f.get(timeout=120)
-            tp = (md.topic, md.partition)
-            ends[tp] = max(ends.get(tp, 0), md.offset + 1)
-    return ends
+    producer = _producer(cluster)
+    futures = [producer.send(topic, value=b"%s-%d-%d" % (tag.encode(), p, i), partition=p)
+               for i in range(per_partition) for p in range(partitions)]
+    return _settle(producer, futures)
 
 
 class BackgroundProducer:
@@ -268,10 +279,13 @@ class BackgroundProducer:
             self.error = exc
 
     def _produce(self):
-        with _producer(self.cluster) as producer:
-            futures = []
-            next_at = time.monotonic()
-            while not self._stop.is_set():
+        # a fresh producer for every quarter of a second of records, each closed (and so
+        # delivered) at the end of its chunk: see _settle for why not one producer and flush()
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            producer, futures = _producer(self.cluster), []
+            chunk_end = time.monotonic() + 0.25
+            while not self._stop.is_set() and time.monotonic() < chunk_end:
                 p = self.sent % self.partitions
                 futures.append(producer.send(self.topic, value=b"bg-%d" % self.sent,
                                              partition=p))
@@ -280,11 +294,8 @@ class BackgroundProducer:
                 delay = next_at - time.monotonic()
                 if delay > 0:
                     self._stop.wait(delay)
-            producer.flush(timeout=120)
-            for f in futures:
-                md = f.get(timeout=120)
-                tp = (md.topic, md.partition)
-                self.ends[tp] = max(self.ends.get(tp, 0), md.offset + 1)
+            for tp, end in _settle(producer, futures).items():
+                self.ends[tp] = max(self.ends.get(tp, 0), end)
 
     def stop(self) -> dict:
         self._stop.set()
@@ -589,12 +600,15 @@ def test_queue_within_group_pubsub_across_groups(group_cluster, members, zk):
 
 def test_restart_resumes_from_committed_offsets(group_cluster, members, zk):
     """One member committing after every poll, one auto-committing every 700 ms; both are
-    killed while records stream in, then started again."""
+    killed while records stream in (with commits on every partition behind them), then started
+    again."""
     _zk_connect, cluster = group_cluster
     topic = "restart-t"
     create_topic(cluster, topic, 3)
     slow = ("--process-ms", "2", "--max-poll-records", "25")
-    manual = members("restart-manual-g", topic, "first", *slow)
+    # the manual member falls behind the producer: its polls return full batches of 25
+    manual = members("restart-manual-g", topic, "first", "--process-ms", "4",
+                     "--max-poll-records", "25")
     auto = members("restart-auto-g", topic, "first", "--commit", "auto",
                    "--auto-commit-interval-ms", "700", *slow)
     wait_started([manual, auto])
@@ -608,9 +622,16 @@ def test_restart_resumes_from_committed_offsets(group_cluster, members, zk):
             committed.update({tp: o for tp, o in offsets.items() if o > 0})
         return len(committed) == 3 and len(member.delivered()) > 600
 
-    wait_until(lambda: part_way(manual) and part_way(auto), 60,
-               "both members part-way through, with commits on every partition")
-    manual.kill()
+    def kill_manual_between_poll_and_commit():     # so that it leaves records uncommitted
+        events = manual.events()
+        if part_way(manual) and events[-1]["ev"] == "recs":
+            manual.kill()
+            return True
+        return False
+
+    wait_until(lambda: part_way(auto), 60, "the auto-committing member part-way through")
+    wait_until(kill_manual_between_poll_and_commit, 60,
+               "the manually committing member part-way through, between a poll and a commit")
     auto.kill()
     committed_manual = zk.get_consumer_offsets("restart-manual-g")
     committed_auto = zk.get_consumer_offsets("restart-auto-g")
@@ -797,3 +818,37 @@ def test_claim_that_never_succeeds_fails_clearly_and_consumes_nothing(group_clus
     finally:
         consumer.close()
         zk.unregister_consumer(group, stuck)
+
+
+def test_expired_session_stops_consuming_at_once_then_rejoins(group_cluster, zk, zk_expire):
+    """When a member's ZooKeeper session expires its owner znodes vanish, and another member may
+    claim them: the very next poll drops every partition (before any debounce), then the member
+    registers again and the group rebalances back to one partition each. In-process."""
+    from kafkalite import Consumer
+
+    zk_connect, cluster = group_cluster
+    topic, group = "expire-t", "expire-g"
+    create_topic(cluster, topic, 2)
+    options = dict(group_id=group, zookeeper=zk_connect, auto_offset_reset="earliest",
+                   fetch_max_wait_ms=100, session_timeout_ms=SESSION_TIMEOUT_MS,
+                   rebalance_debounce_ms=300, rebalance_backoff_ms=200)
+    first, second = Consumer(topic, **options), Consumer(topic, **options)
+    try:
+        def one_each():
+            first.poll(50)
+            second.poll(50)
+            return len(first.assignment()) == 1 and len(second.assignment()) == 1
+        wait_until(one_each, SETTLE_S, "one partition each")
+        before = first.assignment()
+        assert zk_expire(first._coordinator.zk), "the session did not expire"
+        first.poll(0)
+        assert first.assignment() == set(), "still consuming partitions of an expired session"
+        wait_until(lambda: one_each() and len(owner_map(zk, group)) == 2, SETTLE_S,
+                   "the member back in the group")
+        assert first._coordinator.member_id in owner_map(zk, group).values()
+        print(f"\nsession expiry: {sorted(p.partition for p in before)} dropped at the next "
+              f"poll, member re-registered and owns "
+              f"{sorted(p.partition for p in first.assignment())} again")
+    finally:
+        first.close()
+        second.close()
