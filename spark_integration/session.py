@@ -34,9 +34,12 @@ __all__ = ["spark_session", "configure_environment", "spark_unavailable_reason",
 
 def spark_unavailable_reason() -> str | None:
     """Why Spark cannot run here (None when it can): pyspark, pyarrow or Java missing."""
-    for module, what in (("pyspark", "pyspark is not installed (pip install 'kafkalite[spark]')"),
-                         ("pyarrow", "pyarrow is not installed (the Python data source needs "
-                                     "it: pip install 'kafkalite[spark]')")):
+    missing = {
+        "pyspark": "pyspark is not installed (pip install 'kafkalite[spark]')",
+        "pyarrow": ("pyarrow is not installed (the Python data source needs it: "
+                    "pip install 'kafkalite[spark]')"),
+    }
+    for module, what in missing.items():
         if importlib.util.find_spec(module) is None:
             return what
     java_home = os.environ.get("JAVA_HOME")
@@ -78,7 +81,9 @@ def local_cores(master: str) -> int:
 
 def _log4j_config(level: str) -> str:
     """A log4j2 configuration logging ``level`` and above to stderr (written once per level)."""
-    level = level.upper()
+    # WARN at most: PySpark's shell mode resets the root level to WARN, announcing it on stderr,
+    # when the configured one differs; a quieter level is applied by setLogLevel afterwards
+    level = level.upper() if level.upper() in ("ALL", "TRACE", "DEBUG", "INFO") else "WARN"
     path = os.path.join(tempfile.gettempdir(), f"kafkalite-spark-log4j2-{level.lower()}.properties")
     text = (f"rootLogger.level = {level.lower()}\n"
             "rootLogger.appenderRef.stderr.ref = console\n"

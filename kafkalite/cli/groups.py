@@ -26,14 +26,12 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
-    brokers_from,
     bootstrap_option,
-    connection_hint,
+    brokers_from,
     pick_action,
     quiet_client_logs,
     zookeeper_option,
 )
-from kafkalite.errors import NoBrokersAvailableError, ZooKeeperError
 
 ACTIONS = ("list", "describe", "reset-offsets", "delete")
 DESCRIBE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -117,23 +115,21 @@ def command(ctx, list_, describe, reset_offsets, delete, group, all_groups, memb
     if action != "list" and not group and not (action == "describe" and all_groups):
         raise CliError(f"groups --{action} needs --group NAME", exit_code=2)
     quiet_client_logs()
-    try:
-        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
-            if action == "list":
-                for name in admin.list_consumer_groups():
-                    click.echo(name)
-            elif action == "describe":
-                _describe(admin, admin.list_consumer_groups() if all_groups else [group],
-                          members)
-            elif action == "reset-offsets":
-                _reset(admin, group, topics, all_topics, to_earliest, to_latest, to_offset,
-                       shift_by, execute, dry_run)
-            else:
-                admin.delete_consumer_group(group)
-                click.echo(f"Deletion of requested consumer groups ('{group}') was "
-                           f"successful.")
-    except (NoBrokersAvailableError, ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
+    with admin_client(brokers, zookeeper) as admin:
+        if action == "list":
+            for name in admin.list_consumer_groups():
+                click.echo(name)
+        elif action == "describe":
+            _describe(admin, admin.list_consumer_groups() if all_groups else [group],
+                      members)
+        elif action == "reset-offsets":
+            _reset(admin, group, topics, all_topics, to_earliest, to_latest, to_offset,
+                   shift_by, execute, dry_run)
+        else:
+            admin.delete_consumer_group(group)
+            click.echo(f"Deletion of requested consumer groups ('{group}') was "
+                       f"successful.")
 
 
 def _describe(admin, groups, members_only):

@@ -24,13 +24,12 @@ import click
 from kafkalite.cli.options import (
     CliError,
     admin_client,
-    brokers_from,
     bootstrap_option,
-    connection_hint,
+    brokers_from,
     quiet_client_logs,
     zookeeper_option,
 )
-from kafkalite.errors import ElectionNotNeededError, NoBrokersAvailableError, ZooKeeperError
+from kafkalite.errors import ElectionNotNeededError
 
 JSON_FORMAT = '{"partitions":[{"topic":"t","partition":0}]}'
 
@@ -90,20 +89,18 @@ def command(ctx, preferred, election_type, topic, partition, all_topic_partition
     if partition is not None and topic is None:
         raise CliError("--partition needs --topic", exit_code=2)
     quiet_client_logs()
-    try:
-        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
-            if all_topic_partitions:
-                partitions = None
-            elif path_to_json_file is not None:
-                partitions = _read_partitions(path_to_json_file)
-            elif partition is not None:
-                partitions = [(topic, partition)]
-            else:
-                [desc] = admin.describe_topics([topic])
-                partitions = [(topic, p.partition) for p in desc.partitions]
-            results = admin.elect_preferred_leaders(partitions, timeout_ms=timeout_ms)
-    except (NoBrokersAvailableError, ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
+    with admin_client(brokers, zookeeper) as admin:
+        if all_topic_partitions:
+            partitions = None
+        elif path_to_json_file is not None:
+            partitions = _read_partitions(path_to_json_file)
+        elif partition is not None:
+            partitions = [(topic, partition)]
+        else:
+            [desc] = admin.describe_topics([topic])
+            partitions = [(topic, p.partition) for p in desc.partitions]
+        results = admin.elect_preferred_leaders(partitions, timeout_ms=timeout_ms)
     elected = [str(tp) for tp, err in results.items() if err is None]
     not_needed = [str(tp) for tp, err in results.items()
                   if isinstance(err, ElectionNotNeededError)]

@@ -171,6 +171,8 @@ def admin_client(bootstrap, zookeeper: str | None = None, **kwargs):
     try:
         admin = AdminClient(bootstrap_servers=bootstrap, zookeeper=zookeeper, **kwargs)
         try:
+            if not isinstance(bootstrap, str):
+                admin.connect_zookeeper()    # checks the chroot before anything creates it
             yield admin
         finally:
             try:

@@ -45,7 +45,12 @@ from kafkalite.cli.options import (
     quiet_client_logs,
     zookeeper_option,
 )
-from kafkalite.errors import KafkaError, NoBrokersAvailableError, ZooKeeperError
+from kafkalite.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    NoBrokersAvailableError,
+    ZooKeeperError,
+)
 
 MB = 1024 * 1024
 
@@ -149,15 +154,22 @@ def produce_records(producer, topic: str, payload: bytes, num_records: int,
     start = perf()
     stats.start(start)
     with gc_paused():
-        _send_loop(send, sink, perf, producer, topic, payload, num_records, stats, on_done,
-                   chunk, throughput, interval_s, start)
-        producer.flush()
+        next_report = _send_loop(send, sink, perf, producer, topic, payload, num_records, stats,
+                                 on_done, chunk, throughput, interval_s, start)
+        while True:           # wait for the acknowledgements, still printing progress
+            try:
+                producer.flush(timeout=max(next_report - perf(), 0.001))
+                break
+            except KafkaTimeoutError:
+                now = perf()
+                stats.report(now, producer.metrics()["records_sent"])
+                next_report = now + interval_s
         elapsed = perf() - start
     return elapsed
 
 
 def _send_loop(send, sink, perf, producer, topic, payload, num_records, stats, on_done, chunk,
-               throughput, interval_s, start) -> None:
+               throughput, interval_s, start) -> float:
     next_report = start + interval_s
     sent = 0
     while sent < num_records:
@@ -174,6 +186,7 @@ def _send_loop(send, sink, perf, producer, topic, payload, num_records, stats, o
             ahead = start + sent / throughput - perf()
             if ahead > 0:
                 time.sleep(ahead)
+    return next_report
 
 
 def _ensure_topic(bootstrap: str, topic: str, partitions: int | None) -> None:

@@ -26,14 +26,12 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
-    brokers_from,
     bootstrap_option,
-    connection_hint,
+    brokers_from,
     pick_action,
     quiet_client_logs,
     zookeeper_option,
 )
-from kafkalite.errors import NoBrokersAvailableError, ZooKeeperError
 
 ACTIONS = ("generate", "execute", "verify", "list")
 TOPICS_FORMAT = '{"topics":[{"topic":"t"}],"version":1}'
@@ -141,25 +139,23 @@ def command(ctx, generate, execute, verify, list_, topics_to_move_json_file, bro
     if action in ("execute", "verify") and not reassignment_json_file:
         raise CliError(f"--{action} needs --reassignment-json-file FILE", exit_code=2)
     quiet_client_logs()
-    try:
-        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
-            if action == "generate":
-                _generate(admin, read_topics_to_move(topics_to_move_json_file),
-                          _parse_broker_list(broker_list))
-            elif action == "execute":
-                _execute(admin, read_reassignment(reassignment_json_file))
-            elif action == "verify":
-                _verify(admin, read_reassignment(reassignment_json_file))
+    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
+    with admin_client(brokers, zookeeper) as admin:
+        if action == "generate":
+            _generate(admin, read_topics_to_move(topics_to_move_json_file),
+                      _parse_broker_list(broker_list))
+        elif action == "execute":
+            _execute(admin, read_reassignment(reassignment_json_file))
+        elif action == "verify":
+            _verify(admin, read_reassignment(reassignment_json_file))
+        else:
+            pending = admin.list_partition_reassignments()
+            if not pending:
+                click.echo("No partition reassignments found.")
             else:
-                pending = admin.list_partition_reassignments()
-                if not pending:
-                    click.echo("No partition reassignments found.")
-                else:
-                    click.echo("Current partition reassignments:")
-                    for tp, replicas in pending.items():
-                        click.echo(f"{tp}: replicas: {','.join(map(str, replicas))}")
-    except (NoBrokersAvailableError, ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+                click.echo("Current partition reassignments:")
+                for tp, replicas in pending.items():
+                    click.echo(f"{tp}: replicas: {','.join(map(str, replicas))}")
 
 
 def _current(admin, topics) -> dict[tuple[str, int], list[int]]:

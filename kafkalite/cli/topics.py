@@ -27,9 +27,8 @@ from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
-    brokers_from,
     bootstrap_option,
-    connection_hint,
+    brokers_from,
     parse_properties,
     pick_action,
     quiet_client_logs,
@@ -37,11 +36,9 @@ from kafkalite.cli.options import (
 )
 from kafkalite.errors import (
     KafkaError,
-    NoBrokersAvailableError,
     RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
-    ZooKeeperError,
 )
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
@@ -127,22 +124,20 @@ def command(ctx, create, list_, describe, alter, delete, topic, partitions, repl
     action = pick_action({"create": create, "list": list_, "describe": describe,
                           "alter": alter, "delete": delete}, "topics")
     quiet_client_logs()
-    try:
-        with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), zookeeper) as admin:
-            if action == "create":
-                _create(admin, topic, partitions, replication_factor, replica_assignment,
-                        configs, if_not_exists)
-            elif action == "list":
-                _list(admin, topic)
-            elif action == "describe":
-                _describe(admin, topic, under_replicated_partitions, unavailable_partitions,
-                          topics_with_overrides)
-            elif action == "alter":
-                _alter(admin, topic, partitions, configs, delete_configs, if_exists)
-            else:
-                _delete(admin, topic, if_exists)
-    except (NoBrokersAvailableError, ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
+    with admin_client(brokers, zookeeper) as admin:
+        if action == "create":
+            _create(admin, topic, partitions, replication_factor, replica_assignment,
+                    configs, if_not_exists)
+        elif action == "list":
+            _list(admin, topic)
+        elif action == "describe":
+            _describe(admin, topic, under_replicated_partitions, unavailable_partitions,
+                      topics_with_overrides)
+        elif action == "alter":
+            _alter(admin, topic, partitions, configs, delete_configs, if_exists)
+        else:
+            _delete(admin, topic, if_exists)
 
 
 def _need_topic(topic: str | None, action: str) -> str:

@@ -316,6 +316,11 @@ class AdminClient:
         self._zk_finalizer = weakref.finalize(self, zk.stop)
         return zk
 
+    def connect_zookeeper(self) -> None:
+        """Open the ZooKeeper session now, so a wrong address or chroot fails here (ZooKeeperError,
+        ConfigError) rather than at the first ZooKeeper-backed call."""
+        self._zk()
+
     def close_zookeeper(self) -> None:
         """Close the ZooKeeper session of the ZooKeeper-backed methods (if one was opened)."""
         finalizer = self.__dict__.pop("_zk_finalizer", None)

@@ -82,8 +82,8 @@ def test_produce_from_stdin_and_consume_with_keys(kafkalite_broker, zk_connect, 
     assert code == 1
     assert err.startswith("error: line 1 has no key.separator ':'") and "KEY:VALUE" in err
     code, _, err = run(capsys, "consume", "--topic", "nope", "--timeout-ms", "100", *bootstrap)
-    assert (code, err) == (1, "error: topic 'nope' does not exist (see 'kafkalite topics "
-                              "--list')\n")
+    assert (code, err) == (1, ("error: topic 'nope' does not exist (see 'kafkalite topics "
+                               "--list')\n"))
     code, _, err = run(capsys, "consume", "--topic", "kv", "--offset", "3", *bootstrap)
     assert code == 2 and "--offset needs --partition" in err
     code, _, err = run(capsys, "consume", "--topic", "kv", "--property", "print.kee=true",
@@ -118,6 +118,12 @@ def test_groups_describe_reset_and_delete(kafkalite_broker, zk_connect, capsys, 
     assert (code, out) == (0, "event-0\nevent-1\nevent-2\n"), err
 
     assert run(capsys, "groups", "list", *conn)[:2] == (0, "billing\n")
+    # with --zookeeper alone the brokers are found through ZooKeeper
+    monkeypatch.delenv("KAFKALITE_BOOTSTRAP_SERVER", raising=False)
+    code, out, _ = run(capsys, "groups", "describe", "--group", "billing", "--zookeeper",
+                       zk_connect)
+    assert code == 0
+    assert describe_rows(out) == [["billing", "events", "0", "3", "5", "2", "-", "-", "-"]]
     code, out, _ = run(capsys, "groups", "--describe", "--group", "billing", *conn)
     assert code == 0
     assert "Consumer group 'billing' has no active members." in out
@@ -164,8 +170,8 @@ def test_groups_describe_reset_and_delete(kafkalite_broker, zk_connect, capsys, 
     finally:
         member.close()
     code, out, _ = run(capsys, "groups", "delete", "--group", "billing", *conn)
-    assert (code, out) == (0, "Deletion of requested consumer groups ('billing') was "
-                              "successful.\n")
+    assert (code, out) == (0, ("Deletion of requested consumer groups ('billing') was "
+                               "successful.\n"))
     assert run(capsys, "groups", "list", *conn)[:2] == (0, "")
     code, _, err = run(capsys, "groups", "describe", "--group", "billing", *conn)
     assert code == 1 and "consumer group 'billing' does not exist" in err

@@ -58,7 +58,7 @@ def test_topics_create_list_describe_alter_delete(two_brokers, zk_connect, capsy
                        "--replication-factor", "2", *conn)
     assert (code, out) == (0, "Created topic events.\n")
     for topic in ("orders", "events"):
-        wait_for(lambda: run(capsys, "topics", "--describe", "--topic", topic, *conn)[0] == 0,
+        wait_for(lambda t=topic: run(capsys, "topics", "--describe", "--topic", t, *conn)[0] == 0,
                  what=f"topic {topic} in the metadata")
 
     code, out, _ = run(capsys, "topics", "--list", *conn)
@@ -73,8 +73,8 @@ def test_topics_create_list_describe_alter_delete(two_brokers, zk_connect, capsy
     code, out, _ = run(capsys, "topics", "--describe", "--topic", "orders", *conn)
     assert code == 0
     assert out.splitlines() == [
-        f"Topic: orders\tTopicId: {topic_id}\tPartitionCount: 2\tReplicationFactor: 2\t"
-        f"Configs: retention.ms=60000",
+        (f"Topic: orders\tTopicId: {topic_id}\tPartitionCount: 2\tReplicationFactor: 2\t"
+         f"Configs: retention.ms=60000"),
         "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2",
         "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,1\tIsr: 2,1",
     ]
@@ -151,8 +151,8 @@ def test_describe_filters_and_preferred_election(two_brokers, zk_connect, capsys
     wait_for(back_in_isr, 30, "broker 2 back in the ISR")
     code, out, err = run(capsys, "leader-election", "--preferred", "--topic", "both",
                          "--partition", "1", *conn)
-    assert (code, out) == (0, "Successfully completed leader election (PREFERRED) for "
-                              "partitions both-1\n"), err
+    assert (code, out) == (0, ("Successfully completed leader election (PREFERRED) for "
+                               "partitions both-1\n")), err
     code, out, _ = run(capsys, "topics", "--describe", "--topic", "both", *conn)
     assert "\tTopic: both\tPartition: 1\tLeader: 2\tReplicas: 2,1\t" in out
 

@@ -14,6 +14,17 @@ from spark_integration.session import spark_unavailable_reason
 SPARK_MISSING = spark_unavailable_reason()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Skip the tests that need Spark before any fixture (ZooKeeper, brokers) starts."""
+    if not SPARK_MISSING:
+        return
+    skip = pytest.mark.skip(reason=f"Spark tests need pyspark, pyarrow and Java: "
+                                   f"{SPARK_MISSING}")
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
+
+
 def _cluster(request, zookeeper, tmp_path_factory, num_brokers: int, overrides: dict):
     from kafkalite.testing.cluster import LocalCluster
     from kafkalite.testing.zookeeper import unique_chroot

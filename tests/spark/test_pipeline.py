@@ -92,3 +92,24 @@ def test_module_entry_point_is_the_same_command():
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert "run" in out.stdout and "demo" in out.stdout and "generate" in out.stdout
+
+
+def test_run_demo_prints_and_checks_the_totals(spark, bootstrap, tmp_path):
+    """What the README's one-command demo runs once the cluster is up."""
+    import io
+
+    from rich.console import Console
+
+    from spark_integration.pipelines.payments import run_demo
+
+    out = io.StringIO()
+    result = run_demo(bootstrap, events=300, late=3, output_dir=str(tmp_path),
+                      input_topic=unique_topic("demo-payments"),
+                      output_topic=unique_topic("demo-totals"), spark=spark,
+                      console=Console(file=out, width=120))
+    text = out.getvalue()
+    assert result.matches, text
+    assert len(result.reference.dropped) == 3
+    assert "Payments per payer and window" in text and "Pankaj" in text
+    assert "totals match the plain-Python computation" in text
+    assert spark.range(2).count() == 2            # the demo left the caller's session running
