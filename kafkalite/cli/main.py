@@ -58,6 +58,8 @@ def cli():
 def main(argv=None) -> int:
     try:
         cli.main(args=argv, prog_name="kafkalite", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130

@@ -510,6 +510,12 @@ class Controller:
     @defer.inlineCallbacks
     def _on_broker_failure(self, dead):
         dead_set = set(dead)
+        # leaders change ISRs on their own (announced in batches): decide on fresh states
+        touched = [tp for tp in self.context.partitions()
+                   if dead_set & set(self.context.replicas(tp))]
+        if touched:
+            fresh = yield self.tzk.get_partition_states(touched)
+            self.context.states.update(fresh)
         led = [tp for tp, state in self.context.states.items() if state.leader in dead_set]
         for tp in led:
             self._transition(tp, PS.OFFLINE)
@@ -633,6 +639,8 @@ class Controller:
         if tps:
             fresh = yield self.tzk.get_partition_states(tps)
             self.context.states.update(fresh)
+            log.info("controller: ISR changed for %s", ", ".join(
+                f"{t}-{p} -> {list(fresh[(t, p)].isr)}" for t, p in tps if (t, p) in fresh))
             self._send_update_metadata(sorted(self.context.live_brokers), tps)
         yield self.tzk.delete_isr_change_notifications(list(notes), self.epoch_zk_version)
         if self.context.reassignments:
@@ -828,6 +836,15 @@ class Controller:
         if changed:
             self._send_leader_and_isr(changed, live)
             self._send_update_metadata(live, changed)
+        # the broker stops following, so its leaders do not take it back into the ISR
+        following = [m.TopicPartition(t, p) for (t, p), s in self.context.states.items()
+                     if s.leader not in (broker_id, NO_LEADER)
+                     and broker_id in self.context.replicas((t, p))]
+        if following:
+            self.channels.send_quietly(broker_id, m.StopReplicaRequest(
+                controller_id=self.broker_id, controller_epoch=self.epoch,
+                broker_epoch=registration.broker_epoch or -1, delete_partitions=False,
+                partitions=following))
         remaining = [m.TopicPartition(t, p) for (t, p), s in self.context.states.items()
                      if s.leader == broker_id]
         log.info("controller: controlled shutdown of broker %d: moved %d, %d remain", broker_id,

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 class _FetchState:
     partition: object          # server.partition.Partition
     truncating: bool = True
+    retry_at: float = 0.0      # reactor time before which this partition is not fetched
 
 
 class ReplicaFetcher:
@@ -92,7 +93,11 @@ class ReplicaFetcher:
 
     @defer.inlineCallbacks
     def _truncate(self):
-        states = {tp: s for tp, s in self.partitions.items() if s.truncating}
+        now = self.broker.reactor.seconds()
+        states = {tp: s for tp, s in self.partitions.items()
+                  if s.truncating and s.retry_at <= now}
+        if not states:
+            return
         topics: dict[str, list] = {}
         for (topic, pid), state in states.items():
             partition = state.partition
@@ -126,14 +131,17 @@ class ReplicaFetcher:
     def _fetch_once(self):
         config = self.broker.config
         topics: dict[str, list] = {}
+        now = self.broker.reactor.seconds()
         for (topic, pid), state in self.partitions.items():
-            if state.truncating:
+            if state.truncating or state.retry_at > now:
                 continue
             partition = state.partition
             topics.setdefault(topic, []).append(m.FetchPartition(
                 pid, partition.log_end_offset, config.replica_fetch_max_bytes,
                 partition.leader_epoch, partition.log_start_offset))
         if not topics:
+            # every partition waits out a backoff: do not spin
+            yield self._sleep(self.broker.config.replica_fetch_backoff_ms / 1000.0)
             return
         request = m.FetchRequest(
             replica_id=self.broker.broker_id, max_wait_ms=config.replica_fetch_wait_max_ms,
@@ -174,11 +182,18 @@ class ReplicaFetcher:
             else:
                 state.truncating = True
             return
-        if isinstance(error, (errors.UnknownLeaderEpochError,)):
-            return  # the leader has not heard of the new epoch yet: retry
-        log.info("%s-%d: %s from leader %d: %s; waiting for the controller", tp[0], tp[1], what,
-                 self.leader_id, error)
-        self.partitions.pop(tp, None)
+        if state is None:
+            return
+        # The leader may not have applied its LeaderAndIsr yet (unknown partition, not leader,
+        # an epoch it has not seen), or we are behind on ours (fenced epoch): both clear up on
+        # their own or through the controller's next request. Keep the partition and retry after
+        # a backoff, as Kafka's fetcher does; a LeaderAndIsr moving us elsewhere replaces it.
+        backoff = self.broker.config.replica_fetch_backoff_ms / 1000.0
+        state.retry_at = self.broker.reactor.seconds() + backoff
+        if what == "OffsetForLeaderEpoch":
+            state.truncating = True
+        log.info("%s-%d: %s from leader %d: %s; retrying in %.1f s", tp[0], tp[1], what,
+                 self.leader_id, error, backoff)
 
 
 class ReplicaFetcherManager:
