@@ -15,8 +15,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kafkalite.errors import (NotEnoughReplicasError, NotLeaderForPartitionError,
-                              FencedLeaderEpochError, UnknownLeaderEpochError)
+from kafkalite.errors import (FencedLeaderEpochError, NotEnoughReplicasError,
+                              NotLeaderForPartitionError, OutOfOrderSequenceNumberError,
+                              UnknownLeaderEpochError)
+from kafkalite.record.header import iter_headers
+from kafkalite.server.producer_state import ProducerStateTable, first_producer_id
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,14 @@ def lagging_replicas(isr, leader_id: int, last_caught_up_ms: dict[int, int], now
 def can_rejoin_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int) -> bool:
     """An out-of-sync follower rejoins once it has everything up to the HW of this epoch."""
     return follower_leo >= high_watermark and follower_leo >= leader_epoch_start
+
+
+@dataclass(frozen=True)
+class DuplicateAppend:
+    """A retried batch that is already in the log: answered with where it was stored."""
+    first_offset: int
+    last_offset: int
+    log_append_time: int = -1
 
 
 @dataclass
@@ -83,6 +94,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         # (epoch, start offset) pairs, as Kafka's leader-epoch-checkpoint, newest last
         self.epoch_starts: list[tuple[int, int]] = []
+        self.producer_states = ProducerStateTable()
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -162,7 +174,29 @@ class Partition:
             raise NotEnoughReplicasError(
                 f"{self.topic}-{self.partition}: ISR {self.isr} has {len(self.isr)} member(s), "
                 f"min.insync.replicas is {min_insync_replicas}")
+        if first_producer_id(records) >= 0:
+            return self._append_idempotent(records)
         info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
+        self.maybe_advance_high_watermark()
+        return info
+
+    def _append_idempotent(self, records: bytes):
+        headers = [h for _pos, h in iter_headers(records, verify_crc=False)]
+        for header in headers:
+            cached = self.producer_states.check(header.producer_id, header.producer_epoch,
+                                                header.base_sequence, header.record_count)
+            if cached is not None:
+                if len(headers) > 1:
+                    raise OutOfOrderSequenceNumberError(
+                        "a request mixing already-written and new batches of one producer")
+                return DuplicateAppend(cached.first_offset, cached.last_offset)
+        info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
+        offset = info.first_offset
+        for header in headers:
+            self.producer_states.update(header.producer_id, header.producer_epoch,
+                                        header.base_sequence, header.record_count, offset,
+                                        offset + header.last_offset_delta)
+            offset += header.last_offset_delta + 1
         self.maybe_advance_high_watermark()
         return info
 
@@ -220,6 +254,7 @@ class Partition:
 
         last = self.epoch_starts[-1][0] if self.epoch_starts else -1
         for _pos, header in iter_headers(records, verify_crc=False):
+            self.producer_states.replay(header)
             epoch = header.partition_leader_epoch
             if epoch > last:
                 self.epoch_starts.append((epoch, header.base_offset))
@@ -247,14 +282,16 @@ class Partition:
                      self.log_end_offset, offset)
             self.log.truncate_to(offset)
             self.epoch_starts = [(e, s) for e, s in self.epoch_starts if s < offset]
+            self.producer_states.truncate(offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
 
-def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024) -> list[tuple[int, int]]:
+def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024,
+                          producer_states: ProducerStateTable | None = None
+                          ) -> list[tuple[int, int]]:
     """Rebuild the (leader epoch, start offset) list from the batches' partition_leader_epoch
-    fields (Kafka keeps a leader-epoch-checkpoint file; the batches carry the same facts)."""
-    from kafkalite.record.header import iter_headers
-
+    fields (Kafka keeps a leader-epoch-checkpoint file; the batches carry the same facts), and
+    replay idempotent producers' sequences into ``producer_states``."""
     starts: list[tuple[int, int]] = []
     offset = log_.log_start_offset
     end = log_.log_end_offset
@@ -266,6 +303,8 @@ def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024) -> list[tupl
         try:
             for _pos, header in iter_headers(data, verify_crc=False):
                 last = header
+                if producer_states is not None:
+                    producer_states.replay(header)
                 epoch = header.partition_leader_epoch
                 if epoch >= 0 and (not starts or epoch > starts[-1][0]):
                     starts.append((epoch, header.base_offset))

@@ -219,7 +219,8 @@ class ReplicaManager:
                             self.replica_lag_time_max_ms)
         created.high_watermark = min(self.log_manager.high_watermark_checkpoint(topic, partition),
                                      log_.log_end_offset)
-        created.epoch_starts = epoch_starts_from_log(log_)
+        created.epoch_starts = epoch_starts_from_log(log_,
+                                                     producer_states=created.producer_states)
         self.partitions[(topic, partition)] = created
         return created
 

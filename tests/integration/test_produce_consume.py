@@ -111,3 +111,18 @@ def test_long_poll_wakes_when_data_arrives(bootstrap_servers):
     assert [r.value for r in records] == [b"now"]
     # woken by the append, not by the 20 s max wait (no timing assertion beyond that bound)
     assert received - sent_at["t"] < 15
+
+
+def test_idempotent_producer_round_trip(bootstrap_servers):
+    _create(bootstrap_servers, "exactly", partitions=2)
+    with Producer(bootstrap_servers=bootstrap_servers, acks="all",
+                  enable_idempotence=True) as producer:
+        futures = [producer.send("exactly", key=b"%d" % (i % 7), value=b"%d" % i)
+                   for i in range(5000)]
+        producer.flush()
+    assert all(f.get(timeout=10).offset >= 0 for f in futures)
+    consumer = Consumer(bootstrap_servers=bootstrap_servers, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition("exactly", 0), TopicPartition("exactly", 1)])
+    records = _drain(consumer, 5000)
+    consumer.close()
+    assert sorted(int(r.value) for r in records) == list(range(5000))
