@@ -7,6 +7,7 @@ stops everything it started: brokers first (a clean, controlled shutdown), ZooKe
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -40,6 +41,8 @@ def up(num_brokers, data_dir, zookeeper, zk_port, base_port, overrides, demo, ex
     from kafkalite.config import parse_overrides
     from kafkalite.testing.cluster import ClusterError, LocalCluster
 
+    # the launcher probes ZooKeeper while it starts; kazoo would report each refused probe
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     console = Console(stderr=True)
     data_dir = os.path.abspath(data_dir)
     os.makedirs(data_dir, exist_ok=True)
