@@ -156,7 +156,11 @@ class LogManager(service.Service):
         log_starts = read_checkpoint(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT))
         self._high_watermarks[data_dir] = read_checkpoint(
             os.path.join(data_dir, REPLICATION_OFFSET_CHECKPOINT))
-        log.info("loading logs from %s (%s shutdown)", data_dir, "clean" if clean else "unclean")
+        if not os.listdir(data_dir):
+            state = "a new, empty log dir"
+        else:
+            state = "clean shutdown" if clean else "unclean shutdown: recovering past recovery points"
+        log.info("loading logs from %s (%s)", data_dir, state)
         for name in sorted(os.listdir(data_dir)):
             path = os.path.join(data_dir, name)
             if not os.path.isdir(path):
