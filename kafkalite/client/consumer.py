@@ -40,7 +40,7 @@ from typing import Iterable
 
 from kafkalite import errors
 from kafkalite.client.cluster import ClusterMetadata
-from kafkalite.client.connection import DEFAULT_CLIENT_ID
+from kafkalite.client.connection import DEFAULT_CLIENT_ID, ConnectionSelector
 from kafkalite.client.coordinator import Coordinator, make_coordinator
 from kafkalite.client.decoder import decode_records, scan_batches
 from kafkalite.client.structs import (
@@ -200,8 +200,9 @@ class Consumer:
             allow_auto_topic_creation=allow_auto_create_topics)
         self._fetch_pool = self._cluster.pool()   # fetches (long polls) only
         self._aux_pool = self._cluster.pool()     # ListOffsets etc., never behind a long poll
-        self._selector = selectors.DefaultSelector()
-        self._registered: dict[int, object] = {}
+        self._connections = ConnectionSelector()
+        self._selector = self._connections.selector
+        self._registered = self._connections.registered
         self._in_flight: dict[int, _FetchInFlight] = {}
         self._subscription: set[str] | None = None
         self._pattern: re.Pattern | None = None
@@ -659,22 +660,10 @@ class Consumer:
             in_flight[node] = _FetchInFlight(cid, offsets[node], conn)
 
     def _register(self, node: int, conn) -> None:
-        old = self._registered.pop(node, None)
-        if old is not None:
-            try:
-                self._selector.unregister(old)
-            except (KeyError, ValueError):
-                pass
-        self._selector.register(conn, selectors.EVENT_READ, node)
-        self._registered[node] = conn
+        self._connections.register(node, conn)
 
     def _drop(self, node: int) -> None:
-        conn = self._registered.pop(node, None)
-        if conn is not None:
-            try:
-                self._selector.unregister(conn)
-            except (KeyError, ValueError):
-                pass
+        self._connections.unregister(node)
         self._in_flight.pop(node, None)
         self._fetch_pool.drop(node)
 

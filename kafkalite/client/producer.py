@@ -39,7 +39,7 @@ import time
 from kafkalite import errors
 from kafkalite.client.accumulator import ProduceUnit, RecordAccumulator
 from kafkalite.client.cluster import ClusterMetadata
-from kafkalite.client.connection import DEFAULT_CLIENT_ID
+from kafkalite.client.connection import DEFAULT_CLIENT_ID, ConnectionSelector
 from kafkalite.client.future import FutureRecordMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, murmur2
 from kafkalite.errors import (
@@ -409,9 +409,10 @@ class _Sender(threading.Thread):
                                              cfg["buffer_memory"], coalesce_bytes, self.wakeup,
                                              producer._max_block)
         self.pool = self.cluster.pool()
-        self._selector = selectors.DefaultSelector()
+        self._connections = ConnectionSelector()            # node -> registered connection
+        self._selector = self._connections.selector
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._registered: dict[int, object] = {}          # node -> registered connection
+        self._registered = self._connections.registered
         self._in_flight: dict[int, list[_InFlight]] = {}  # node -> requests awaiting answers
         self._in_flight_tps: set = set()
         self._running = True
@@ -616,22 +617,10 @@ class _Sender(threading.Thread):
         self._in_flight.setdefault(node, []).append(_InFlight(cid, by_tp, now))
 
     def _register(self, node: int, conn) -> None:
-        old = self._registered.pop(node, None)
-        if old is not None:
-            try:
-                self._selector.unregister(old)
-            except (KeyError, ValueError):
-                pass
-        self._selector.register(conn, selectors.EVENT_READ, node)
-        self._registered[node] = conn
+        self._connections.register(node, conn)
 
     def _drop(self, node: int) -> list[_InFlight]:
-        conn = self._registered.pop(node, None)
-        if conn is not None:
-            try:
-                self._selector.unregister(conn)
-            except (KeyError, ValueError):
-                pass
+        self._connections.unregister(node)
         self.pool.drop(node)
         return self._in_flight.pop(node, [])
 
