@@ -95,7 +95,7 @@ def test_paused_follower_leaves_and_rejoins_isr(kafkalite_cluster_factory):
     step("acks=all with both replicas in sync")
     cluster.pause(follower)
     try:
-        wait_until(lambda: cluster.partition_metadata("isr", 0).isr == [leader], 30,
+        wait_until(lambda: cluster.partition_metadata("isr", 0).isr == [leader], 60,
                    f"follower {follower} out of the ISR")
         step(f"follower {follower} paused and out of the ISR")
         # bootstrap from the leader: the paused broker accepts connections but never answers
