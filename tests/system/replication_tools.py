@@ -72,14 +72,25 @@ class BackgroundProducer:
         self.thread.join(180)
 
 
-def read_all(bootstrap, topic, partitions, timeout_s=90):
+def read_all(bootstrap, topic, partitions, timeout_s=90, acknowledged=()):
+    """Every record up to the end offsets; with ``acknowledged`` ((partition, offset) pairs),
+    first wait until the end offsets cover them: after a failover the new leader learns the
+    high watermark from its followers' next fetches."""
     consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                         request_timeout_ms=10000)
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     records = []
     deadline = time.monotonic() + timeout_s
+    wanted = {}
+    for partition, offset in acknowledged:
+        wanted[partition] = max(wanted.get(partition, 0), offset + 1)
     ends = consumer.end_offsets(tps)
+    while any(ends[tp] < wanted.get(tp.partition, 0) for tp in tps):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"end offsets {ends} never covered {wanted}")
+        time.sleep(0.1)
+        ends = consumer.end_offsets(tps)
     while time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=500).values():
             records.extend(batch)

@@ -47,7 +47,8 @@ def test_leader_kill_loses_nothing_acknowledged(kafkalite_cluster_factory):
         cluster.restart(victim)
     wait_until(lambda: producer.acked_count() > 8000, 120, "more records after the kills")
     producer.stop()
-    records = read_all(bootstrap, "durable", 3)
+    records = read_all(bootstrap, "durable", 3,
+                       acknowledged=[(p, o) for _k, _s, p, o in producer.acknowledged])
     missing, duplicates, out_of_order = _check_no_loss(producer, records)
     print(f"\nleader kill: killed brokers {kills}; sent {producer.sent}, acknowledged "
           f"{len(producer.acknowledged)}, failed {len(producer.failed)}, read {len(records)}, "
