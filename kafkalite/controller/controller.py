@@ -259,8 +259,8 @@ class Controller:
         assignments = yield self.tzk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
         context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
-        for topic in context.assignments:
-            yield self._load_unclean_override(context, topic)
+        yield defer.gatherResults([self._load_unclean_override(context, topic)
+                                   for topic in context.assignments], consumeErrors=True)
         context.states = yield self.tzk.get_partition_states(context.partitions())
         marked = yield self.tzk.topics_marked_for_deletion()
         context.topics_to_delete = {t for t in marked if t in context.assignments}

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kafkalite.errors import (FencedLeaderEpochError, NotEnoughReplicasError,
+from kafkalite.errors import (FencedLeaderEpochError, NotEnoughReplicasAfterAppendError,
+                              NotEnoughReplicasError,
                               NotLeaderForPartitionError, OutOfOrderSequenceNumberError,
                               UnknownLeaderEpochError)
 from kafkalite.record.header import iter_headers
@@ -236,7 +237,6 @@ class Partition:
                 f"leadership of {self.topic}-{self.partition} moved while waiting for acks")
         if self.high_watermark >= required_offset:
             if len(self.isr) < min_insync_replicas:
-                from kafkalite.errors import NotEnoughReplicasAfterAppendError
                 return True, NotEnoughReplicasAfterAppendError(
                     f"{self.topic}-{self.partition}: ISR shrank to {self.isr}")
             return True, None
@@ -250,8 +250,6 @@ class Partition:
         self.high_watermark = min(leader_high_watermark, self.log_end_offset)
 
     def _note_epochs(self, records: bytes) -> None:
-        from kafkalite.record.header import iter_headers
-
         last = self.epoch_starts[-1][0] if self.epoch_starts else -1
         for _pos, header in iter_headers(records, verify_crc=False):
             self.producer_states.replay(header)
