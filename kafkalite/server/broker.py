@@ -29,6 +29,7 @@ from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.apis import KafkaApis
+from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
@@ -68,6 +69,7 @@ class BrokerService(service.MultiService):
             stop_follower_callback=self._stop_following)
         self.fetchers = ReplicaFetcherManager(self)
         self.apis = KafkaApis(self)
+        self.kafka_apis = KafkaProtocolApis(self, self.apis)
         self.controller: Controller | None = None
         self._listening_ports: dict = {}
         self._loops: list[task.LoopingCall] = []
@@ -124,7 +126,7 @@ class BrokerService(service.MultiService):
         """Bind every listener (e.g. INTERNAL for the compose network, EXTERNAL for the host)."""
         for listener in self.config.listener_list:
             factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes,
-                                    listener.name)
+                                    listener.name, kafka_handler=self.kafka_apis)
             port = self.reactor.listenTCP(listener.port, factory,
                                           interface=listener.host or "0.0.0.0")
             self._listening_ports[listener.name] = port

@@ -1,4 +1,10 @@
-"""The broker's side of a client connection: decode each frame, dispatch, answer in order.
+"""The broker's side of a client connection: tell the protocol, decode each frame, dispatch,
+answer in order.
+
+Every listener serves two protocols on one port. The first frame decides, once per connection:
+a Kafka request starts with an int16 api_key below 256, so its first byte is 0x00; a native
+request is a msgpack array, whose first byte is 0x90-0x9f, 0xdc or 0xdd. Anything else closes the
+connection.
 
 Requests on one connection are pipelined: the client may send many before reading. Each request
 takes a slot in an ordered queue, and a response leaves only when every earlier one has left, so a
@@ -16,14 +22,26 @@ from twisted.internet import defer
 from twisted.internet.protocol import Factory
 
 from kafkalite.errors import InvalidRequestError, KafkaError, UnsupportedVersionError, code_of
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.connection import KafkaWireProtocol
+from kafkalite.protocol.kafka import codec as kafka_codec
+from kafkalite.protocol.kafka.versions import is_supported
 from kafkalite.protocol.envelope import (decode_request_envelope, encode_response_payload,
                                          parse_request_body)
 from kafkalite.protocol.messages import RequestErrorResponse
 
 log = logging.getLogger(__name__)
 
-_NO_RESPONSE = object()
+_NATIVE, _KAFKA = "native", "kafka"
+
+
+def sniff_protocol(first_byte: int) -> str | None:
+    """Which protocol a connection speaks, from the first byte of its first frame."""
+    if first_byte == 0x00:
+        return _KAFKA
+    if 0x90 <= first_byte <= 0x9F or first_byte in (0xDC, 0xDD):
+        return _NATIVE
+    return None
 
 
 class _Slot:
@@ -36,9 +54,11 @@ class _Slot:
 
 
 class BrokerProtocol(KafkaWireProtocol):
-    def __init__(self, handler, max_frame_bytes: int):
+    def __init__(self, handler, max_frame_bytes: int, kafka_handler=None):
         super().__init__(max_frame_bytes)
         self.handler = handler
+        self.kafka_handler = kafka_handler
+        self.protocol_name: str | None = None
         self._slots: deque[_Slot] = deque()
 
     def connectionMade(self) -> None:
@@ -49,6 +69,96 @@ class BrokerProtocol(KafkaWireProtocol):
         self.handler.connection_closed(self)
 
     def frameReceived(self, payload: bytes) -> None:
+        if self.protocol_name is None:
+            self.protocol_name = sniff_protocol(payload[0]) if payload else None
+            if self.protocol_name is None or (self.protocol_name == _KAFKA
+                                              and self.kafka_handler is None):
+                log.warning("closing connection from %s: its first frame starts with %r, "
+                            "which is neither a Kafka request nor a kafkalite one",
+                            self._peer(), bytes(payload[:1]))
+                self.close_connection()
+                return
+        if self.protocol_name == _KAFKA:
+            self._kafka_frame(payload)
+        else:
+            self._native_frame(payload)
+
+    # --- Kafka's protocol --------------------------------------------------------------------
+    def _kafka_frame(self, payload: bytes) -> None:
+        try:
+            api_key, api_version, correlation_id = kafka_codec.peek_header(payload)
+        except InvalidRequestError as exc:
+            log.warning("closing Kafka connection from %s: %s", self._peer(), exc)
+            self.close_connection()
+            return
+        if not is_supported(api_key, api_version):
+            if api_key == ApiKey.API_VERSIONS:
+                # Kafka's answer to a version it does not know: v0 with UNSUPPORTED_VERSION and
+                # the ranges it does support, so the client can retry with one of them.
+                slot = _Slot(correlation_id)
+                self._slots.append(slot)
+                self._finish_kafka(slot, api_key, 0, self.kafka_handler.api_versions_dict(
+                    UnsupportedVersionError.code))
+                return
+            log.warning("closing Kafka connection from %s: %s v%d is not supported",
+                        self._peer(), ApiKey.name_of(api_key), api_version)
+            self.close_connection()
+            return
+        try:
+            header, request = kafka_codec.decode_request(payload)
+        except InvalidRequestError as exc:
+            log.warning("closing Kafka connection from %s: %s", self._peer(), exc)
+            self.close_connection()
+            return
+        if api_key == ApiKey.PRODUCE and request.acks == 0:
+            self._kafka_without_response(header, request)
+            return
+        slot = _Slot(correlation_id)
+        self._slots.append(slot)
+        try:
+            result = self.kafka_handler.handle(api_key, api_version, request, self)
+        except Exception as exc:  # noqa: BLE001 - a failed handler closes only this connection
+            self._kafka_failed(header, exc)
+            return
+        if isinstance(result, defer.Deferred):
+            result.addCallbacks(
+                lambda values: self._finish_kafka(slot, api_key, api_version, values),
+                lambda failure: self._kafka_failed(header, failure.value))
+        else:
+            self._finish_kafka(slot, api_key, api_version, result)
+
+    def _kafka_without_response(self, header, request) -> None:
+        try:
+            result = self.kafka_handler.handle(header.api_key, header.api_version, request, self)
+            if isinstance(result, defer.Deferred):
+                result.addErrback(lambda f: log.warning("acks=0 produce failed: %s", f.value))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("acks=0 produce from %s failed: %s", self._peer(), exc)
+
+    def _kafka_failed(self, header, exc: BaseException) -> None:
+        if isinstance(exc, KafkaError):
+            log.warning("closing Kafka connection from %s (client %s): %s v%d failed: %s",
+                        self._peer(), header.client_id, ApiKey.name_of(header.api_key),
+                        header.api_version, exc.message)
+        else:
+            log.error("closing Kafka connection from %s (client %s): %s v%d failed",
+                      self._peer(), header.client_id, ApiKey.name_of(header.api_key),
+                      header.api_version, exc_info=exc)
+        self.close_connection()
+
+    def _finish_kafka(self, slot: _Slot, api_key: int, api_version: int, values) -> None:
+        try:
+            slot.payload = kafka_codec.encode_response(api_key, api_version,
+                                                       slot.correlation_id, values)
+        except Exception as exc:  # noqa: BLE001 - a handler built a bad response
+            log.error("cannot encode %s v%d response", ApiKey.name_of(api_key), api_version,
+                      exc_info=exc)
+            self.close_connection()
+            return
+        self._release(slot)
+
+    # --- kafkalite's native protocol ---------------------------------------------------------
+    def _native_frame(self, payload: bytes) -> None:
         try:
             header, body = decode_request_envelope(payload)
         except InvalidRequestError as exc:
@@ -109,6 +219,9 @@ class BrokerProtocol(KafkaWireProtocol):
             slot.payload = encode_response_payload(
                 slot.correlation_id,
                 RequestErrorResponse(error_code=-1, error_message=str(exc)).to_body(0))
+        self._release(slot)
+
+    def _release(self, slot: _Slot) -> None:
         slot.done = True
         while self._slots and self._slots[0].done:
             ready = self._slots.popleft()
@@ -116,12 +229,14 @@ class BrokerProtocol(KafkaWireProtocol):
 
 
 class BrokerFactory(Factory):
-    def __init__(self, handler, max_frame_bytes: int, listener_name: str = "PLAINTEXT"):
+    def __init__(self, handler, max_frame_bytes: int, listener_name: str = "PLAINTEXT",
+                 kafka_handler=None):
         self.handler = handler
+        self.kafka_handler = kafka_handler
         self.max_frame_bytes = max_frame_bytes
         self.listener_name = listener_name
 
     def buildProtocol(self, addr):
-        protocol = BrokerProtocol(self.handler, self.max_frame_bytes)
+        protocol = BrokerProtocol(self.handler, self.max_frame_bytes, self.kafka_handler)
         protocol.factory = self
         return protocol

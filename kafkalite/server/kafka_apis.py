@@ -1,0 +1,275 @@
+"""The broker's answers to Kafka-protocol clients: kio request entities in, plain dicts out.
+
+Each handler takes the decoded kio request and its version and returns a dict (or a Deferred of
+one) that ``protocol.kafka.entities.build`` turns into the response entity of that version. The
+data-path and topic APIs are served by the same code that serves kafkalite's native protocol
+(``KafkaApis`` and the ReplicaManager): the handlers here only translate between the two shapes,
+so both protocols see one broker. Record data passes through untouched in both directions.
+
+Kafka-protocol connections belong to clients. Brokers replicate and the controller commands over
+the native protocol, so a Kafka-protocol Fetch, ListOffsets or OffsetForLeaderEpoch is always
+served as a consumer's (replica id -1), whatever replica id it carries.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from twisted.internet import defer
+
+from kafkalite import errors
+from kafkalite.errors import KafkaError, code_of
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.kafka.entities import millis
+from kafkalite.protocol.kafka.versions import supported_versions
+from kafkalite.server import kafka_admin_apis as admin
+
+log = logging.getLogger(__name__)
+
+_NO_OPERATIONS = -(1 << 31)   # "authorized operations not requested"
+
+
+def _then(result, convert):
+    """Apply ``convert`` to a native response, now or when its Deferred fires."""
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(convert)
+    return convert(result)
+
+
+def _records(data) -> bytes:
+    if data is None:
+        return b""
+    return data if type(data) is bytes else bytes(data)
+
+
+class KafkaProtocolApis:
+    """Dispatch of Kafka-protocol requests for one broker."""
+
+    def __init__(self, broker, native_apis):
+        self.broker = broker
+        self.native = native_apis
+        self.metadata = broker.metadata_cache
+        self._handlers = {
+            ApiKey.API_VERSIONS: self.api_versions,
+            ApiKey.METADATA: self.metadata_request,
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.CREATE_TOPICS: self.create_topics,
+            ApiKey.DELETE_TOPICS: self.delete_topics,
+            60: self.describe_cluster,
+            37: lambda r, v, c: admin.create_partitions(self.broker, r, v),
+            32: lambda r, v, c: admin.describe_configs(self.broker, r, v),
+            33: lambda r, v, c: admin.alter_configs(self.broker, r, v),
+            44: lambda r, v, c: admin.incremental_alter_configs(self.broker, r, v),
+            21: lambda r, v, c: admin.delete_records(self.broker, r, v),
+        }
+
+    def handle(self, api_key: int, api_version: int, request, connection):
+        """The response dict (or a Deferred of it) for one request; ``connection`` is the
+        broker protocol it came on (its factory names the listener)."""
+        return self._handlers[api_key](request, api_version, connection)
+
+    @staticmethod
+    def api_versions_dict(error_code: int = 0) -> dict:
+        return {"error_code": error_code, "throttle_time": 0,
+                "api_keys": [{"api_key": key, "min_version": low, "max_version": high}
+                             for key, (low, high) in sorted(supported_versions().items())]}
+
+    # --- cluster -------------------------------------------------------------------------------
+    def api_versions(self, request, version, connection):
+        return self.api_versions_dict()
+
+    @staticmethod
+    def _listener(connection) -> str | None:
+        return getattr(getattr(connection, "factory", None), "listener_name", None)
+
+    def metadata_request(self, request, version, connection):
+        topics = request.topics
+        if topics is None or (version == 0 and not topics):
+            names = None
+        else:
+            names = [t.name for t in topics if t.name is not None]
+        allow = getattr(request, "allow_auto_topic_creation", True)
+        native = self.native.handle_metadata(
+            m.MetadataRequest(topics=names, allow_auto_topic_creation=allow),
+            self._listener(connection))
+        return {
+            "throttle_time": 0,
+            "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                        for b in native.brokers],
+            "cluster_id": native.cluster_id,
+            "controller_id": native.controller_id,
+            "cluster_authorized_operations": _NO_OPERATIONS,
+            "topics": [{
+                "error_code": t.error_code, "name": t.name, "topic_id": None,
+                "is_internal": t.name.startswith("__"),
+                "topic_authorized_operations": _NO_OPERATIONS,
+                "partitions": [{
+                    "error_code": p.error_code, "partition_index": p.partition,
+                    "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+                    "replica_nodes": p.replicas, "isr_nodes": p.isr,
+                    "offline_replicas": p.offline_replicas} for p in t.partitions],
+            } for t in native.topics],
+        }
+
+    def describe_cluster(self, request, version, connection):
+        brokers = self.metadata.broker_list(self._listener(connection))
+        return {"throttle_time": 0, "error_code": 0, "error_message": None,
+                "cluster_id": self.broker.cluster_id,
+                "controller_id": self.metadata.controller_id,
+                "cluster_authorized_operations": _NO_OPERATIONS,
+                "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
+                             "rack": b.rack} for b in brokers]}
+
+    # --- data path -----------------------------------------------------------------------------
+    def produce(self, request, version, connection):
+        topic_data: dict[str, dict[int, bytes]] = {}
+        for topic in request.topic_data:
+            partitions = topic_data.setdefault(topic.name, {})
+            for p in topic.partition_data:
+                partitions[p.index] = _records(p.records)
+        native = m.ProduceRequest(transactional_id=request.transactional_id, acks=request.acks,
+                                  timeout_ms=millis(request.timeout), topic_data=topic_data)
+        return _then(self.native.handle_produce(native), _produce_response)
+
+    def fetch(self, request, version, connection):
+        if getattr(request, "session_epoch", -1) > 0:
+            # kafkalite never hands out a fetch session (it answers session id 0), so a client
+            # continuing one is confused: tell it to start over, as Kafka does.
+            return {"throttle_time": 0, "error_code": errors.FetchSessionIdNotFoundError.code,
+                    "session_id": 0, "responses": []}
+        native = m.FetchRequest(
+            replica_id=m.CONSUMER_REPLICA_ID,
+            max_wait_ms=max(0, millis(request.max_wait)),
+            min_bytes=request.min_bytes,
+            max_bytes=getattr(request, "max_bytes", 0x7FFFFFFF),
+            isolation_level=getattr(request, "isolation_level", 0),
+            topics=[m.FetchTopic(t.topic, [
+                m.FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes,
+                                 getattr(p, "current_leader_epoch", -1), -1)
+                for p in t.partitions]) for t in request.topics])
+        return _then(self.native.handle_fetch(native), _fetch_response)
+
+    def list_offsets(self, request, version, connection):
+        native = m.ListOffsetsRequest(
+            replica_id=m.CONSUMER_REPLICA_ID,
+            isolation_level=getattr(request, "isolation_level", 0),
+            topics=[m.ListOffsetsTopic(t.name, [
+                m.ListOffsetsPartition(p.partition_index, p.timestamp,
+                                       getattr(p, "current_leader_epoch", -1))
+                for p in t.partitions]) for t in request.topics])
+        response = self.native.handle_list_offsets(native)
+        return {"throttle_time": 0, "topics": [{
+            "name": t.topic,
+            "partitions": [{"partition_index": p.partition, "error_code": p.error_code,
+                            "timestamp": p.timestamp, "offset": p.offset,
+                            "leader_epoch": p.leader_epoch} for p in t.partitions],
+        } for t in response.topics]}
+
+    def offset_for_leader_epoch(self, request, version, connection):
+        native = m.OffsetForLeaderEpochRequest(
+            replica_id=m.CONSUMER_REPLICA_ID,
+            topics=[m.OffsetForLeaderEpochTopic(t.topic, [
+                m.OffsetForLeaderEpochPartition(p.partition,
+                                                getattr(p, "current_leader_epoch", -1),
+                                                p.leader_epoch)
+                for p in t.partitions]) for t in request.topics])
+        response = self.native.handle_offset_for_leader_epoch(native)
+        return {"throttle_time": 0, "topics": [{
+            "topic": t.topic,
+            "partitions": [{"partition": p.partition, "error_code": p.error_code,
+                            "leader_epoch": p.leader_epoch, "end_offset": p.end_offset}
+                           for p in t.partitions],
+        } for t in response.topics]}
+
+    def init_producer_id(self, request, version, connection):
+        if request.transactional_id is not None:
+            return {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1,
+                    "error_code": errors.InvalidRequestError.code}
+        d = defer.maybeDeferred(self.native.handle_init_producer_id, m.InitProducerIdRequest())
+
+        def answer(native):
+            return {"throttle_time": 0, "error_code": native.error_code,
+                    "producer_id": native.producer_id, "producer_epoch": native.producer_epoch}
+
+        def failed(failure):
+            log.warning("InitProducerId failed: %s", failure.value)
+            return {"throttle_time": 0, "error_code": code_of(failure.value),
+                    "producer_id": -1, "producer_epoch": -1}
+        return d.addCallbacks(answer, failed)
+
+    # --- topics --------------------------------------------------------------------------------
+    def create_topics(self, request, version, connection):
+        topics = []
+        asked = {}
+        for t in request.topics:
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            configs = {c.name: c.value for c in t.configs}
+            topics.append(m.CreatableTopic(t.name, t.num_partitions, t.replication_factor,
+                                           assignments, configs))
+            partitions = len(assignments) if assignments else t.num_partitions
+            rf = (len(next(iter(assignments.values()))) if assignments
+                  else t.replication_factor)
+            asked[t.name] = (partitions, rf)
+        native = m.CreateTopicsRequest(topics=topics, timeout_ms=millis(request.timeout),
+                                       validate_only=getattr(request, "validate_only", False))
+        config = self.broker.config
+
+        def answer(response):
+            out = []
+            for r in response.topics:
+                partitions, rf = asked.get(r.name, (-1, -1))
+                out.append({
+                    "name": r.name, "topic_id": None, "error_code": r.error_code,
+                    "error_message": r.error_message, "topic_config_error_code": 0,
+                    "num_partitions": partitions if partitions > 0 else config.num_partitions,
+                    "replication_factor": rf if rf > 0 else config.default_replication_factor,
+                    "configs": []})
+            return {"throttle_time": 0, "topics": out}
+        return defer.maybeDeferred(self.native.handle_create_topics, native).addCallback(answer)
+
+    def delete_topics(self, request, version, connection):
+        names = list(getattr(request, "topic_names", None) or
+                     [t.name for t in getattr(request, "topics", ()) if t.name is not None])
+        native = m.DeleteTopicsRequest(topic_names=names, timeout_ms=millis(request.timeout))
+
+        def answer(response):
+            return {"throttle_time": 0, "responses": [
+                {"name": r.name, "topic_id": None, "error_code": r.error_code,
+                 "error_message": r.error_message} for r in response.responses]}
+        return defer.maybeDeferred(self.native.handle_delete_topics, native).addCallback(answer)
+
+
+def _produce_response(native: m.ProduceResponse) -> dict:
+    if isinstance(native, m.RequestErrorResponse):
+        raise errors.for_code(native.error_code, native.error_message)
+    return {"throttle_time": 0, "responses": [{
+        "name": topic,
+        "partition_responses": [{
+            "index": index, "error_code": r.error_code, "error_message": r.error_message,
+            "base_offset": r.base_offset, "log_append_time": r.log_append_time,
+            "log_start_offset": r.log_start_offset, "record_errors": []}
+            for index, r in partitions.items()],
+    } for topic, partitions in native.responses.items()]}
+
+
+def _fetch_response(native: m.FetchResponse) -> dict:
+    return {"throttle_time": 0, "error_code": native.error_code, "session_id": 0,
+            "responses": [{
+                "topic": t.topic,
+                "partitions": [{
+                    "partition_index": p.partition, "error_code": p.error_code,
+                    "high_watermark": p.high_watermark,
+                    "last_stable_offset": (p.last_stable_offset if p.last_stable_offset >= 0
+                                           else p.high_watermark),
+                    "log_start_offset": p.log_start_offset,
+                    "aborted_transactions": None, "preferred_read_replica": -1,
+                    "records": p.records} for p in t.partitions],
+            } for t in native.responses]}
+
+
+__all__ = ["KafkaProtocolApis", "KafkaError"]
