@@ -106,8 +106,12 @@ InvalidProducerEpochError = _error(47, "INVALID_PRODUCER_EPOCH", False,
                                    "The producer has been fenced by a newer epoch")
 KafkaStorageError = _error(56, "KAFKA_STORAGE_ERROR", True,
                            "The log directory failed (disk full or I/O error)")
+ReassignmentInProgressError = _error(60, "REASSIGNMENT_IN_PROGRESS", False,
+                                     "A partition reassignment is in progress for that topic")
 NonEmptyGroupError = _error(68, "NON_EMPTY_GROUP", False, "The group still has live members")
 GroupIdNotFoundError = _error(69, "GROUP_ID_NOT_FOUND", False, "The group does not exist")
+FetchSessionIdNotFoundError = _error(70, "FETCH_SESSION_ID_NOT_FOUND", True,
+                                      "The fetch session ID was not found")
 TopicDeletionDisabledError = _error(73, "TOPIC_DELETION_DISABLED", False,
                                     "delete.topic.enable is false on the broker")
 FencedLeaderEpochError = _error(74, "FENCED_LEADER_EPOCH", True,
