@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up kafkalite on a fresh Debian/Ubuntu machine: ZooKeeper and Java from apt when missing,
+# Set up kafkalite on a fresh Debian/Ubuntu machine: ZooKeeper, Java and kcat from apt when missing,
 # then a virtualenv in .venv with kafkalite and its test (and, with --spark, Spark) extras.
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -42,6 +42,8 @@ apt_install() {
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# kcat (librdkafka's command-line client) is one of the real Kafka clients the tests talk to
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
