@@ -9,7 +9,7 @@ what the broker speaks -- then the body.
 Record data stays opaque here: kio reads and writes a Produce or Fetch ``records`` field as bytes.
 
 Malformed input raises ``InvalidRequestError`` with what is wrong; nothing else escapes the
-decoder for bad bytes.
+decoder for bad bytes. Trailing bytes after a complete body are not an error (Kafka's rule).
 """
 
 from __future__ import annotations
@@ -89,10 +89,8 @@ def decode_request(payload) -> tuple[KafkaRequestHeader, Any]:
         raise InvalidRequestError(
             f"malformed {ApiKey.name_of(api_key)} v{api_version} request: "
             f"{type(exc).__name__}: {exc}") from None
-    if offset + size != len(view):
-        raise InvalidRequestError(
-            f"{ApiKey.name_of(api_key)} v{api_version} request has {len(view) - offset - size} "
-            f"bytes after its body")
+    # Bytes after the body are ignored, as Kafka's parser ignores them: librdkafka 2.x sends
+    # three extra bytes with its all-topics Metadata v11 request.
     return KafkaRequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
 
 
