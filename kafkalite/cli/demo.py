@@ -2,12 +2,16 @@
 
 It walks through the classic architecture with real requests: create a replicated topic, show
 where its leaders are, produce keyed records (the same key always lands on the same partition),
-read them back with their offsets, then run the Spark payments pipeline when PySpark is installed.
+read them back with their offsets, read the same records with kcat (librdkafka, a real Kafka
+client, over Kafka's own protocol on the same port), then run the Spark payments pipeline when
+PySpark is installed.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 from collections import Counter
 
 import click
@@ -52,10 +56,30 @@ def run_demo(bootstrap_servers: str, zookeeper: str, replication_factor: int) ->
     counts = Counter(r.partition for r in records)
     click.echo(f"  ... {len(records)} records: "
                + ", ".join(f"partition {p}: {n}" for p, n in sorted(counts.items())))
-    click.secho("\n== 4. the Spark pipeline ==", bold=True)
+    show_kcat(bootstrap_servers)
+    click.secho("\n== 5. the Spark pipeline ==", bold=True)
     if importlib.util.find_spec("pyspark") is None:
         click.echo("  PySpark is not installed: run scripts/setup.sh --spark to add it")
         return
     from spark_integration.pipelines.payments import run_demo as run_pipeline_demo
 
     run_pipeline_demo(bootstrap_servers)
+
+
+def show_kcat(bootstrap_servers: str) -> None:
+    """The same records through kcat: Kafka's wire protocol and Kafka's record format."""
+    click.secho("\n== 4. a real Kafka client reads them: kcat ==", bold=True)
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        click.echo("  kcat is not installed: apt-get install kcat (scripts/setup.sh does)")
+        return
+    command = [kcat, "-b", bootstrap_servers, "-C", "-t", "greetings", "-p", "0",
+               "-o", "beginning", "-c", "5", "-e", "-q",
+               "-f", "  partition %p offset %o  key %k  value %s\n"]
+    click.echo("  $ " + " ".join(command[:-2]) + " -f '...'")
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        click.echo("  kcat did not finish within 30 s")
+        return
+    click.echo(result.stdout.rstrip() or f"  kcat printed nothing: {result.stderr.strip()}")
