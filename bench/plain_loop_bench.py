@@ -1,0 +1,85 @@
+"""kafkalite's own clients as a user writes them: a plain ``for`` loop of ``send()``, then a plain
+``poll()`` loop, against a real broker, with the garbage collector on.
+
+    python bench/plain_loop_bench.py [--records 1000000] [--value-size 100]
+                                     [--bootstrap-server HOST:PORT]
+
+Without ``--bootstrap-server`` it starts its own ZooKeeper and one broker. No tricks in the loop:
+no ``map()``, no gc switch, default client settings apart from ``acks=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
+
+
+def produce_loop(bootstrap: str, topic: str, n: int, value: bytes) -> float:
+    producer = Producer(bootstrap_servers=bootstrap, acks=1)
+    start = time.perf_counter()
+    for _ in range(n):
+        producer.send(topic, value)
+    producer.flush()
+    elapsed = time.perf_counter() - start
+    producer.close()
+    return elapsed
+
+
+def poll_loop(bootstrap: str, topic: str, n: int) -> float:
+    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, 0)])
+    got = 0
+    start = time.perf_counter()
+    while got < n:
+        for records in consumer.poll(timeout_ms=1000).values():
+            got += len(records)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--bootstrap-server")
+    args = parser.parse_args()
+    cluster = zk = None
+    bootstrap = args.bootstrap_server
+    if bootstrap is None:
+        from kafkalite.testing.cluster import LocalCluster
+        from kafkalite.testing.zookeeper import start_zookeeper
+
+        workdir = tempfile.mkdtemp(prefix="kafkalite-bench-")
+        zk = start_zookeeper(os.path.join(workdir, "zk"))
+        cluster = LocalCluster(zk.connect_string + "/bench-" + uuid.uuid4().hex[:8],
+                               num_brokers=1, workdir=os.path.join(workdir, "brokers"))
+        cluster.start()
+        bootstrap = cluster.bootstrap_servers
+    try:
+        topic = "plain-" + uuid.uuid4().hex[:8]
+        with AdminClient(bootstrap_servers=bootstrap) as admin:
+            admin.create_topics([NewTopic(topic, 1, 1)], timeout_ms=30000)
+        value = os.urandom(args.value_size // 2).hex().encode()[:args.value_size]
+        n = args.records
+        seconds = produce_loop(bootstrap, topic, n, value)
+        print(f"for-loop send() acks=1   {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
+        seconds = poll_loop(bootstrap, topic, n)
+        print(f"poll() loop              {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        if zk is not None:
+            zk.stop()
+
+
+if __name__ == "__main__":
+    main()
