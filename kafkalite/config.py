@@ -82,6 +82,11 @@ _LISTENER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://[^:/\s]*:\d{1,5}$")
 listeners_valid = Validator(lambda v: all(_LISTENER.match(item) for item in v),
                             "a comma-separated list of NAME://host:port (host may be empty)")
 non_empty = Validator(lambda v: bool(v), "a non-empty value")
+# Kafka also takes uncompressed/gzip/snappy/lz4/zstd (the broker then recompresses); kafkalite
+# stores batches as they arrive and never re-encodes them, so only 'producer' is honest
+producer_compression = Validator(lambda v: v == "producer",
+                                 "producer (kafkalite stores each batch as its producer "
+                                 "compressed it and does not recompress)")
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,9 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0), "message.max.bytes"),
     ConfigDef("message.timestamp.type", "string", "CreateTime", "which timestamp the log keeps",
               one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+    ConfigDef("compression.type", "string", "producer", "codec of the stored batches: "
+              "'producer' keeps each batch as its producer compressed it",
+              producer_compression, "compression.type"),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs at least this many in-sync "
               "replicas", at_least(1), "min.insync.replicas"),
     ConfigDef("unclean.leader.election.enable", "boolean", False, "allow an out-of-sync replica "
@@ -230,6 +238,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0)),
     ConfigDef("message.max.bytes", "int", 1048588, "largest record batch accepted",
               at_least(0)),
+    ConfigDef("compression.type", "string", "producer", "codec of stored batches: 'producer' "
+              "keeps each batch as its producer compressed it", producer_compression),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "largest request frame accepted",
               at_least(1)),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs this many in-sync replicas",
@@ -271,6 +281,22 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}
 TOPIC_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
+
+# Broker keys that set one value together, most specific first (Kafka's brokerSynonyms):
+# log.retention.ms wins over .minutes, which wins over .hours; log.roll.ms over log.roll.hours.
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+}
+for _names in list(BROKER_SYNONYMS.values()):
+    for _name in _names:
+        BROKER_SYNONYMS[_name] = _names
+del _names, _name
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker keys that together decide broker key ``name``, most specific first."""
+    return BROKER_SYNONYMS.get(name, (name,))
 
 
 def _dataclass_for(name: str, defs: tuple[ConfigDef, ...], doc: str) -> type:
@@ -347,13 +373,27 @@ class Listener:
 
 @dataclass(frozen=True)
 class BrokerConfig(_BrokerConfigBase):
-    """The broker's settings, as read from server.properties and --override flags."""
+    """The broker's settings, as read from server.properties and --override flags.
+
+    ``static_keys`` names the settings that were given (Kafka's STATIC_BROKER_CONFIG source in
+    DescribeConfigs); the others have their defaults."""
+
+    static_keys: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], strict: bool = True) -> "BrokerConfig":
-        config = cls(**_parse_all(BROKER_BY_NAME, values, strict))
+        parsed = _parse_all(BROKER_BY_NAME, values, strict)
+        config = cls(**parsed, static_keys=frozenset(k for k in values if k in BROKER_BY_NAME))
         config.validate()
         return config
+
+    def is_static(self, name: str) -> bool:
+        """True when ``name`` was set (server.properties, --override), or differs from its
+        default in a config built without from_dict."""
+        if name in self.static_keys:
+            return True
+        definition = BROKER_BY_NAME[name]
+        return self.get(name) != definition.default
 
     @classmethod
     def from_properties(cls, path: str | Path, overrides: Mapping[str, str] | None = None,

@@ -20,6 +20,8 @@ from kafkalite.errors import KafkaError
 SUBCOMMANDS = {
     "broker": "broker",
     "topics": "topics",
+    "configs": "configs",
+    "delete-records": "delete_records",
     "produce": "produce",
     "consume": "consume",
     "groups": "groups",

@@ -62,6 +62,7 @@ class FollowerState:
     log_end_offset: int = 0
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
+    log_start_offset: int = -1     # as the follower's last fetch said; -1 until it fetched
 
 
 @dataclass
@@ -201,13 +202,17 @@ class Partition:
         self.maybe_advance_high_watermark()
         return info
 
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
-        """Record a follower's fetch position. Returns True if the ISR should expand."""
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int,
+                              log_start_offset: int = -1) -> bool:
+        """Record a follower's fetch position (and its log start offset, which DeleteRecords
+        waits on). Returns True if the ISR should expand."""
         follower = self.followers.get(replica_id)
         if follower is None:
             return False
         now = self._clock_ms()
         follower.log_end_offset = fetch_offset
+        if log_start_offset >= 0:
+            follower.log_start_offset = log_start_offset
         follower.last_fetch_ms = now
         if fetch_offset >= self.log_end_offset:
             follower.last_caught_up_ms = now
@@ -224,6 +229,15 @@ class Partition:
             self.high_watermark = new_hw
             return True
         return False
+
+    def low_watermark(self, live_brokers) -> int:
+        """The smallest log start offset over this leader and its followers on live brokers
+        (Kafka's lowWatermarkIfLeader): how far DeleteRecords has reached on every replica."""
+        low = self.log_start_offset
+        for broker, follower in self.followers.items():
+            if broker in live_brokers and follower.log_start_offset < low:
+                low = follower.log_start_offset
+        return low
 
     def out_of_sync_replicas(self) -> set[int]:
         last = {b: f.last_caught_up_ms for b, f in self.followers.items()}
@@ -243,11 +257,24 @@ class Partition:
         return False, None
 
     # --- follower side ------------------------------------------------------------------------
-    def append_as_follower(self, records: bytes, leader_high_watermark: int):
+    def append_as_follower(self, records: bytes, leader_high_watermark: int,
+                           leader_log_start_offset: int = -1):
         if records:
             self.log.append(records, assign_offsets=False)
             self._note_epochs(records)
         self.high_watermark = min(leader_high_watermark, self.log_end_offset)
+        self.maybe_increment_log_start_offset(leader_log_start_offset)
+
+    def maybe_increment_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Follower: move the log start up to the leader's (DeleteRecords or retention there),
+        never past this replica's high watermark. True when it moved."""
+        target = min(leader_log_start_offset, self.high_watermark)
+        if target <= self.log.log_start_offset:
+            return False
+        log.info("%s-%d: log start offset %d -> %d (the leader's)", self.topic, self.partition,
+                 self.log.log_start_offset, target)
+        self.log.delete_records_before(target)
+        return True
 
     def _note_epochs(self, records: bytes) -> None:
         last = self.epoch_starts[-1][0] if self.epoch_starts else -1

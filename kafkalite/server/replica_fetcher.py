@@ -161,7 +161,8 @@ class ReplicaFetcher:
                     self._partition_error(tp, p.error_code, "Fetch", p)
                     continue
                 try:
-                    state.partition.append_as_follower(p.records, p.high_watermark)
+                    state.partition.append_as_follower(p.records, p.high_watermark,
+                                                       p.log_start_offset)
                 except KafkaError as exc:
                     log.warning("%s-%d: follower append failed (%s); truncating again", tp[0],
                                 tp[1], exc)

@@ -129,6 +129,8 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.produce_purgatory = Purgatory("produce", reactor)
         self.fetch_purgatory = Purgatory("fetch", reactor)
+        # DeleteRecords waiting for every live replica's log start offset (server.delete_records)
+        self.delete_records_purgatory = Purgatory("delete-records", reactor)
         # hooks for the replication layer: ISR writes to ZooKeeper, fetcher management
         self.isr_change_callback = isr_change_callback
         self.become_follower_callback = become_follower_callback
@@ -146,6 +148,7 @@ class ReplicaManager:
             self._isr_check.stop()
         self.produce_purgatory.complete_all()
         self.fetch_purgatory.complete_all()
+        self.delete_records_purgatory.complete_all()
 
     def _partition_or_raise(self, topic: str, partition: int) -> Partition:
         found = self.partitions.get((topic, partition))
@@ -204,6 +207,7 @@ class ReplicaManager:
                 # waiting requests must re-check: leadership may have moved
                 self.produce_purgatory.check(tp)
                 self.fetch_purgatory.check(tp)
+                self.delete_records_purgatory.check(tp)
                 partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
             except Exception as exc:  # noqa: BLE001 - reported per partition
                 log.exception("LeaderAndIsr for %s-%d failed", tp[0], tp[1])
@@ -238,6 +242,7 @@ class ReplicaManager:
                 partition = self.partitions.pop(tp, None)
                 self.produce_purgatory.complete_all(tp)
                 self.fetch_purgatory.complete_all(tp)
+                self.delete_records_purgatory.complete_all(tp)
                 if request.delete_partitions:
                     self.log_manager.delete_log(tp[0], tp[1])
                 elif partition is not None:
@@ -336,7 +341,9 @@ class ReplicaManager:
                 if partition is None or not partition.is_leader:
                     continue
                 should_expand = partition.update_follower_fetch(request.replica_id,
-                                                                p.fetch_offset)
+                                                                p.fetch_offset,
+                                                                p.log_start_offset)
+                self.delete_records_purgatory.check(partition.tp)
                 if should_expand:
                     self._change_isr(partition, sorted(set(partition.isr) |
                                                        {request.replica_id}))
