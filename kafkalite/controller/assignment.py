@@ -1,4 +1,5 @@
-"""Replica assignment at topic creation (pure): Kafka's rack-unaware spread.
+"""Replica assignment at topic creation and when partitions are added (pure): Kafka's
+rack-unaware spread.
 
 Partition p's first replica is broker ``(p + start) % n``; the followers follow it at a shift that
 grows by one every n partitions, so leaders and followers both spread evenly and no two partitions
@@ -8,9 +9,10 @@ share the same follower pattern. ``start`` and the initial shift are random unle
 from __future__ import annotations
 
 import random
+from typing import Iterable, Mapping, Sequence
 
 from kafkalite.errors import (InvalidPartitionsError, InvalidReplicaAssignmentError,
-                              InvalidReplicationFactorError)
+                              InvalidReplicationFactorError, UnknownTopicOrPartitionError)
 
 
 def assign_replicas(num_partitions: int, replication_factor: int, broker_ids: list[int],
@@ -43,6 +45,73 @@ def assign_replicas(num_partitions: int, replication_factor: int, broker_ids: li
         assignment[partition] = replicas
         partition += 1
     return assignment
+
+
+def assign_new_partitions(topic: str, existing: Mapping[int, Sequence[int]], new_count: int,
+                          broker_ids: Iterable[int],
+                          new_assignments: Sequence[Sequence[int]] | None = None
+                          ) -> dict[int, list[int]]:
+    """Replicas for the partitions ``len(existing) .. new_count - 1`` added to ``topic``
+    (Kafka's CreatePartitions: ZkAdminManager.createPartitions + AdminZkClient's
+    createNewPartitionsAssignment). Returns only the new partitions.
+
+    ``new_assignments`` (one broker-id list per added partition, in partition order) fixes them;
+    without it they are spread like :func:`assign_replicas`, with partition 0's replica count,
+    starting at the index of the first broker whose id is >= partition 0's first replica, so the
+    added partitions continue the existing spread. ``broker_ids`` are the registered brokers.
+
+    Raises UnknownTopicOrPartitionError (no existing partitions), InvalidPartitionsError (the
+    count does not grow), InvalidReplicaAssignmentError (an unknown broker, the wrong number of
+    lists, an empty or repeating list, another replication factor than partition 0's) and
+    InvalidReplicationFactorError (more replicas than brokers).
+    """
+    if not existing:
+        raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist")
+    old_count = len(existing)
+    if sorted(existing) != list(range(old_count)):
+        raise InvalidPartitionsError(
+            f"the existing assignment of topic '{topic}' is not numbered 0..{old_count - 1}: "
+            f"{sorted(existing)}")
+    increment = new_count - old_count
+    if increment < 0:
+        raise InvalidPartitionsError(
+            f"Topic currently has {old_count} partitions, which is higher than the requested "
+            f"{new_count}.")
+    if increment == 0:
+        raise InvalidPartitionsError(f"Topic already has {old_count} partitions.")
+    brokers = sorted(set(broker_ids))
+    first = list(existing[0])
+    rf = len(first)
+    if new_assignments is None:
+        start = next((i for i, b in enumerate(brokers) if first and b >= first[0]), 0)
+        return assign_replicas(increment, rf, brokers, fixed_start_index=start,
+                               start_partition_id=old_count)
+    lists = [list(replicas) for replicas in new_assignments]
+    unknown = sorted({b for replicas in lists for b in replicas} - set(brokers))
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))} "
+            f"(brokers: {', '.join(map(str, brokers))}).")
+    if len(lists) != increment:
+        raise InvalidReplicaAssignmentError(
+            f"Increasing the number of partitions by {increment} but {len(lists)} "
+            f"assignments provided.")
+    added: dict[int, list[int]] = {}
+    for offset, replicas in enumerate(lists):
+        partition = old_count + offset
+        if not replicas:
+            raise InvalidReplicaAssignmentError(
+                f"Cannot have replication factor of 0 for partition id {partition}.")
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(
+                f"Duplicate brokers not allowed in replica assignment: "
+                f"{', '.join(map(str, replicas))} for partition id {partition}.")
+        if len(replicas) != rf:
+            raise InvalidReplicaAssignmentError(
+                f"Inconsistent replication factor between partitions, partition 0 has {rf} "
+                f"while partition {partition} has {len(replicas)}.")
+        added[partition] = replicas
+    return added
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:

@@ -49,8 +49,8 @@ from zk_schema.controller import ControllerEpoch, ControllerRegistration
 from zk_schema.topics import PartitionState, TopicAssignment
 
 from kafkalite.errors import (
-    KafkaError, TopicAlreadyExistsError, UnknownTopicOrPartitionError, ZooKeeperError,
-    NonEmptyGroupError,
+    InvalidPartitionsError, KafkaError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    ZooKeeperError, NonEmptyGroupError,
 )
 from kafkalite.zk.errors import (
     ControllerMovedError, ZkBadVersionError, ZkClientClosedError, ZkConnectionLossError,
@@ -686,6 +686,57 @@ class ZkClient:
         if controller_epoch_zk_version is not None:
             return self.fenced_multi(controller_epoch_zk_version, [op])[0]
         return self.set_data(op.path, op.data, op.version)
+
+    def add_partitions(self, topic: str, additions: Mapping[int, Sequence[int]],
+                       expected_version: int = -1) -> TopicAssignment:
+        """Add partitions to ``/brokers/topics/<t>`` (Kafka's AdminZkClient.addPartitions): one
+        write of the whole assignment, conditional on the zkVersion read here and, unless -1, on
+        ``expected_version`` (the version the caller's decision was based on). Existing
+        partitions, the topic id and adding/removing replicas are kept; the controller sees the
+        data change and brings the new partitions online. Returns the written assignment.
+
+        ``additions`` must number the new partitions right after the existing ones. Raises
+        UnknownTopicOrPartitionError (no such topic), InvalidPartitionsError (nothing to add, an
+        existing partition or a gap in the numbering), ZkBadVersionError (the assignment changed
+        since ``expected_version``, or while this ran: re-read and decide again)."""
+        path = s_topics.topic_path(topic)
+        got = self.get_data(path)
+        if got is None:
+            raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist")
+        current = TopicAssignment.decode(got[0], got[1], topic=topic)
+        if expected_version >= 0 and got[1] != expected_version:
+            raise ZkBadVersionError(
+                f"the assignment of topic '{topic}' is at zkVersion {got[1]}, not the expected "
+                f"{expected_version} ({path})")
+        added = {int(p): tuple(int(b) for b in replicas) for p, replicas in additions.items()}
+        old_count = len(current.partitions)
+        wanted = list(range(old_count, old_count + len(added)))
+        if not added or sorted(added) != wanted:
+            raise InvalidPartitionsError(
+                f"topic '{topic}' has partitions 0..{old_count - 1}; partitions to add must be "
+                f"numbered {old_count}.., got {sorted(added)}")
+        merged = TopicAssignment(partitions={**current.partitions, **added},
+                                 topic_id=current.topic_id,
+                                 adding_replicas=current.adding_replicas,
+                                 removing_replicas=current.removing_replicas)
+        try:
+            version = self.set_data(path, merged.encode(), got[1])
+        except ZkNoNodeError:
+            raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist") from None
+        return TopicAssignment(partitions=merged.partitions, topic_id=merged.topic_id,
+                               adding_replicas=merged.adding_replicas,
+                               removing_replicas=merged.removing_replicas, zk_version=version)
+
+    def get_partition_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """Reassignments requested in ``/admin/reassign_partitions`` and not finished yet:
+        ``{(topic, partition): target replicas}`` ({} when none, or when it is malformed)."""
+        got = self.get_data(s_admin.REASSIGN_PARTITIONS_PATH)
+        if got is None or not got[0]:
+            return {}
+        try:
+            return dict(s_admin.PartitionReassignment.decode(got[0], got[1]).partitions)
+        except zk_schema.SchemaError:
+            return {}
 
     # ------------------------------------------------------------------------ partition states
 
