@@ -146,6 +146,9 @@ RebalanceFailedError = _error(None, "REBALANCE_FAILED", False,
                               "The consumer could not claim its partitions after every retry")
 NoOffsetForPartitionError = _error(None, "NO_OFFSET_FOR_PARTITION", False,
                                    "No committed offset and auto_offset_reset='none'")
+UnsupportedLogFormatError = _error(None, "UNSUPPORTED_LOG_FORMAT", False,
+                                   "A log dir holds batches in a record format this version "
+                                   "cannot read", base=KafkaStorageError)
 
 
 def for_code(code: int, message: str | None = None) -> KafkaError:

@@ -8,7 +8,7 @@ first record, or when a flush or close is in progress.
 The sender thread ``drain``s: per partition whose leader is known and can take a request, it
 takes the sendable batches in order -- plus the open batch behind them, which would otherwise
 only wait for its linger -- as ONE *unit*, and the sender encodes the unit as a single record
-batch (``build_batch``, one msgpack call) outside the lock. Coalescing several closed
+batch (``build_batch``, aiokafka's C codec) outside the lock. Coalescing several closed
 ``batch_size`` batches into one wire batch (up to ``coalesce_bytes``) is what lets one partition
 keep up with a fast producer while only one unit per partition is in flight: each unit's batches
 keep their own ``BatchResult``, resolved with ``base_offset + records before them``.

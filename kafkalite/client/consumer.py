@@ -8,8 +8,8 @@ as a response has been read (before the records are handed to the user), so the 
 ships the next chunk while the application processes the previous one. The next fetch offset of a
 partition comes from the batch headers of the response (``decoder.scan_batches``), without
 decoding records; records are decoded only when ``poll``/iteration hands them out
-(``decoder.decode_records``: one msgpack call per batch, tuples built with ``map``/``zip``). At
-most two responses' worth of data per partition is buffered.
+(``decoder.decode_records``: Kafka v2 records parsed in C per batch, tuples built with
+``map``/``zip``). At most two responses' worth of data per partition is buffered.
 
 Positions: ``position(tp)`` is the offset of the next record the application will get. A poll
 moves it past the records it returns; iteration moves it record by record (as kafka-python's

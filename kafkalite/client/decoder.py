@@ -1,35 +1,31 @@
 """The consumer's fast path from fetched bytes to ``ConsumerRecord`` tuples.
 
 A fetch response's ``records`` are stored batches, back to back; the last one may be cut short by
-the size limit, and the first may start before the requested offset. ``decode_records`` walks the
-batch headers, skips whole batches below the position without decoding them, checks each
-remaining batch's CRC, unpacks its records section in one msgpack call and builds the tuples with
-C-level ``map``/``zip`` passes -- no per-record Python code unless deserializers are set.
+the size limit, and the first may start before the requested offset (a fetch from inside a batch
+returns the whole batch). ``decode_records`` walks the batch headers, skips whole batches below
+the position and control batches (transaction markers) without decoding them, checks each
+remaining batch's CRC, has aiokafka's compiled codec parse its Kafka v2 records (``record.v2``),
+drops the records below the position, and builds the tuples with C-level ``map``/``zip`` passes
+-- no per-record Python code unless deserializers are set.
 
-It relies on the record format of ``kafkalite.record`` (header layout from ``record.header``, the
-records section as one msgpack array of ``[offset_delta, timestamp_delta, key, value, headers]``).
-Anything that does not look exactly like a well-formed batch is handed to the strict reader
-``kafkalite.record.read_batch``, which raises CorruptRecordError saying what is wrong, so the fast
-path never has to explain errors itself.
+Errors are the strict reader's: a header that is not a batch's is handed to
+``kafkalite.record.read_batch``, which raises CorruptRecordError saying what is wrong, and
+``record.v2.decode`` raises it for a records section that does not parse.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from itertools import repeat
-from operator import add
 from typing import NamedTuple
 
-import msgpack
 from crc32c import crc32c
 
 from kafkalite.client.structs import ConsumerRecord
 from kafkalite.errors import CorruptRecordError
-from kafkalite.record import compression as _codec
 from kafkalite.record import read_batch
 from kafkalite.record.header import (
     ATTRIBUTES_POS,
-    COMPRESSION_MASK,
     CONTROL_BIT,
     HEADER,
     HEADER_SIZE,
@@ -39,15 +35,12 @@ from kafkalite.record.header import (
     MAGIC_POS,
     TIMESTAMP_TYPE_BIT,
 )
+from kafkalite.record.v2 import columns, decode
 
 __all__ = ["DecodedFetch", "decode_records", "scan_batches"]
 
 _unpack_header = HEADER.unpack_from
 _new = tuple.__new__
-_INT = frozenset({int})
-_BYTES_OR_NONE = frozenset({bytes, type(None)})
-_FIVE = frozenset({5})
-_NO_HEADERS = frozenset({()})
 
 
 class DecodedFetch(NamedTuple):
@@ -106,7 +99,7 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
             if remaining > MAGIC_POS and view[pos + MAGIC_POS] != MAGIC:
                 read_batch(view, pos)  # raises the precise CorruptRecordError
             break
-        (base, length, _epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
+        (base, length, _epoch, magic, crc, attributes, last_delta, _first_ts, _max_ts,
          _pid, _pepoch, _seq, count) = _unpack_header(view, pos)
         size = LOG_OVERHEAD + length
         if magic != MAGIC or length < HEADER_SIZE - LOG_OVERHEAD or last_delta < 0 or count < 0:
@@ -125,14 +118,8 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
             next_offset = max(next_offset, nxt)
             pos += size
             continue
-        records = _decode_batch(view, pos, size, base, attributes, last_delta, first_ts,
-                                max_ts, count, topic, partition, position)
-        if records is None:               # not the expected shape: let the strict reader judge
-            header, strict = read_batch(view, pos, verify_crc=False)
-            tstype = header.timestamp_type
-            records = [ConsumerRecord(topic, partition, r.offset, r.timestamp, tstype, r.key,
-                                      r.value, r.headers)
-                       for r in strict if r.offset >= position]
+        records = _decode_batch(view, pos, size, base, attributes, last_delta, topic, partition,
+                                position)
         if records:
             out.extend(records)
         if nxt > next_offset:
@@ -143,53 +130,19 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
     return DecodedFetch(out, next_offset, partial)
 
 
-def _decode_batch(view, pos, size, base, attributes, last_delta, first_ts, max_ts, count,
-                  topic, partition, position):
-    section = view[pos + HEADER_SIZE:pos + size]
-    codec = attributes & COMPRESSION_MASK
-    try:
-        if codec:
-            section = _codec.decompress(codec, section)
-        rows = msgpack.unpackb(section, use_list=False, raw=False)
-    except Exception:  # noqa: BLE001 - the strict reader explains it
-        return None
-    if type(rows) is not tuple or len(rows) != count:
-        return None
-    if not count:
-        return []
-    try:
-        if set(map(len, rows)) != _FIVE:
-            return None
-    except TypeError:
-        return None
-    deltas, ts_deltas, keys, values, headers = zip(*rows)
-    if (not _INT.issuperset(map(type, deltas)) or not _INT.issuperset(map(type, ts_deltas))
-            or not _BYTES_OR_NONE.issuperset(map(type, keys))
-            or not _BYTES_OR_NONE.issuperset(map(type, values))
-            or deltas[0] < 0 or deltas[-1] > last_delta):
-        return None
-    if not _NO_HEADERS.issuperset(headers):
-        for record_headers in headers:
-            if type(record_headers) is not tuple:
-                return None
-            for pair in record_headers:
-                if (type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str
-                        or type(pair[1]) not in _BYTES_OR_NONE):
-                    return None
+def _decode_batch(view, pos, size, base, attributes, last_delta, topic, partition, position):
+    records, offsets = decode(view, pos, size, base, attributes, last_delta)
     start = 0
-    if base < position:
-        start = bisect_left(deltas, position - base)
+    if base < position:  # a fetch from inside this batch: drop what comes before the position
+        start = bisect_left(offsets, position)
         if start:
-            deltas, ts_deltas = deltas[start:], ts_deltas[start:]
-            keys, values, headers = keys[start:], values[start:], headers[start:]
-    n = count - start
-    if attributes & TIMESTAMP_TYPE_BIT:
-        timestamps = repeat(max_ts, n)
-        tstype = 1
-    else:
-        timestamps = map(add, repeat(first_ts, n), ts_deltas)
-        tstype = 0
-    offsets = map(add, repeat(base, n), deltas)
+            records = records[start:]
+            offsets = offsets[start:]
+    n = len(records)
+    if not n:
+        return records
+    timestamps, keys, values, headers = columns(records)
+    tstype = 1 if attributes & TIMESTAMP_TYPE_BIT else 0
     return list(map(_new, repeat(ConsumerRecord, n),
                     zip(repeat(topic, n), repeat(partition, n), offsets, timestamps,
                         repeat(tstype, n), keys, values, headers)))

@@ -58,7 +58,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Producer"]
 
-# Estimated msgpack cost of one record besides key, value and headers (as the record codec counts)
+# Upper estimates of a record's bytes besides key, value and headers in Kafka's v2 layout (varint
+# length, attributes, timestamp/offset deltas, key/value lengths, header count), and of a header's
+# besides its name and value (two varint lengths)
 RECORD_OVERHEAD = 16
 HEADER_OVERHEAD = 6
 _BYTES_LIKE = (bytes, bytearray, memoryview)

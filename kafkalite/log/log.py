@@ -42,6 +42,7 @@ from kafkalite.errors import (
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
+    UnsupportedLogFormatError,
 )
 from kafkalite.log.checkpoint import fsync_dir
 from kafkalite.log.segment import (
@@ -57,6 +58,7 @@ from kafkalite.log.segment import (
 from kafkalite.record import header as hdr
 from kafkalite.record.batch import validate_batch_bytes
 from kafkalite.record.compression import SUPPORTED as _SUPPORTED_CODECS
+from kafkalite.record.legacy import is_msgpack_batch
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +228,7 @@ class Log:
                 self._add_segment(segment)
                 break
             self._add_segment(segment)
+        self._refuse_old_record_format()
 
         if not self._segments:
             start = max(log_start_offset or 0, 0)
@@ -237,6 +240,21 @@ class Log:
             start = max(start, log_start_offset)
         self.log_start_offset = min(start, leo)
         self.recovery_point = min(max(self.recovery_point, 0), leo)
+
+    def _refuse_old_record_format(self) -> None:
+        """Refuse a partition written in kafkalite's old msgpack record format: its headers and
+        CRCs still pass every check, so it would otherwise fail only when a consumer decodes it.
+        The first batch of the first non-empty segment tells (one read per partition)."""
+        segment = next((s for s in self._segments if s.size), None)
+        if segment is None:
+            return
+        first = segment.read(segment.base_offset, 1)
+        if first and is_msgpack_batch(first):
+            self.close()
+            raise UnsupportedLogFormatError(
+                f"log dir {self.dir} holds batches in kafkalite's old msgpack record format "
+                f"(before Kafka's v2 records); this version does not migrate them: delete the "
+                f"directory or keep the old kafkalite")
 
     def _complete_swap(self, base: int) -> None:
         """A compaction finished writing ``<base>.log.swap`` before a crash: put it in place of

@@ -1,7 +1,10 @@
-"""Record batches (DESIGN section 6): the v2 header, the msgpack records codec and compression.
+"""Record batches (DESIGN section 6): byte for byte Apache Kafka's magic-2 batches.
 
-Pure code, no I/O. ``header`` knows the 61 header bytes; ``batch`` builds and reads whole batches;
-``compression`` maps Kafka's codec ids to gzip, lz4 and zstd.
+Pure code, no I/O. ``header`` knows the 61 header bytes; ``v2`` is Kafka's varint records
+section, written and parsed by aiokafka's compiled codec; ``batch`` builds whole batches and
+re-exports ``reader``'s readers and the broker's no-decode validation; ``compression`` maps
+Kafka's codec ids to gzip, snappy (xerial-framed or raw), lz4 (frame) and zstd; ``legacy``
+recognises kafkalite's old msgpack records so old data dirs are refused by name.
 """
 
 from kafkalite.record.batch import (

@@ -1,14 +1,20 @@
 """Compression codecs for a batch's records section, numbered as Kafka numbers them.
 
-    0 none | 1 gzip | 2 snappy (not supported) | 3 lz4 (LZ4 frame format) | 4 zstd
+    0 none | 1 gzip | 2 snappy | 3 lz4 (LZ4 frame format) | 4 zstd
 
 The id lives in the low three bits of the batch ``attributes``. ``compress``/``decompress`` work on
 whole records sections (one call per batch). Decompression is strict: a stream that is truncated,
-damaged, or followed by extra bytes raises CorruptRecordError. Asking for snappy or an unknown codec
-raises UnsupportedCompressionTypeError.
+damaged, or followed by extra bytes raises CorruptRecordError. Asking for an unknown codec raises
+UnsupportedCompressionTypeError.
 
-Pure functions, no I/O. zstd context objects are reused per thread (they are not safe to share
-between threads); zlib and lz4 one-shot calls need no state.
+Snappy comes in two framings in the wild, and Kafka accepts both: the Java client writes xerial's
+``SnappyOutputStream`` format (a 16-byte ``\x82SNAPPY\x00`` header, then blocks of 32 KiB input,
+each a big-endian i32 length and one raw snappy block), librdkafka may send one raw snappy block.
+``compress`` writes the Java framing; ``decompress`` reads either.
+
+Pure functions, no I/O, all compiled codecs (zlib, lz4, zstandard, cramjam's snappy). zstd context
+objects are reused per thread (they are not safe to share between threads); the others need no
+state.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from __future__ import annotations
 import threading
 import zlib
 
+import struct
+
+import cramjam
 import lz4.frame
 import zstandard
 
@@ -30,8 +39,8 @@ ZSTD = 4
 #: every codec id Kafka defines, supported or not
 CODEC_NAMES: dict[int, str] = {
     NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
-#: the ids kafkalite can encode and decode
-SUPPORTED: frozenset[int] = frozenset({NONE, GZIP, LZ4, ZSTD})
+#: the ids kafkalite can encode and decode: all of Kafka's
+SUPPORTED: frozenset[int] = frozenset({NONE, GZIP, SNAPPY, LZ4, ZSTD})
 _IDS_BY_NAME: dict[str, int] = {name: cid for cid, name in CODEC_NAMES.items()}
 
 _GZIP_WBITS = 31  # zlib's "gzip container" mode
@@ -39,13 +48,22 @@ GZIP_DEFAULT_LEVEL = 6  # Kafka's default (java.util.zip.Deflater's)
 ZSTD_DEFAULT_LEVEL = 3  # Kafka's default
 LZ4_DEFAULT_LEVEL = 0  # lz4's fast mode
 
+# xerial snappy-java's stream header: magic, then version 1 and minimum compatible version 1
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size (what the Java client uses)
+_BLOCK_LENGTH = struct.Struct(">i")
+# Snappy's densest op copies 64 bytes for a 3-byte tag, so no valid block expands more than ~22x;
+# refusing larger claims up front keeps a forged length preamble from allocating gigabytes.
+_SNAPPY_MAX_RATIO = 32
+
 _local = threading.local()
 
 
 def compression_id(codec: str | int | None) -> int:
     """The codec id for a name (``"gzip"``, case-insensitive), an id, or None (= none).
 
-    Raises UnsupportedCompressionTypeError for snappy and for anything unknown.
+    Raises UnsupportedCompressionTypeError for anything unknown.
     """
     if codec is None:
         return NONE
@@ -57,7 +75,8 @@ def compression_id(codec: str | int | None) -> int:
         cid = _IDS_BY_NAME.get(codec.strip().lower(), -1)
         if cid < 0:
             raise UnsupportedCompressionTypeError(
-                f"unknown compression type {codec!r}; choose one of none, gzip, lz4, zstd")
+                f"unknown compression type {codec!r}; choose one of none, gzip, snappy, lz4, "
+                f"zstd")
     else:
         raise UnsupportedCompressionTypeError(f"invalid compression type {codec!r}")
     _check_supported(cid)
@@ -65,7 +84,7 @@ def compression_id(codec: str | int | None) -> int:
 
 
 def compression_name(cid: int) -> str:
-    """The name of a codec id (snappy included); UnsupportedCompressionTypeError if unknown."""
+    """The name of a codec id; UnsupportedCompressionTypeError if unknown."""
     try:
         return CODEC_NAMES[cid]
     except (KeyError, TypeError):
@@ -78,11 +97,9 @@ def is_supported(cid: int) -> bool:
 
 def _check_supported(cid: int) -> None:
     if cid not in SUPPORTED:
-        if cid == SNAPPY:
-            raise UnsupportedCompressionTypeError(
-                "snappy compression (codec 2) is not supported by kafkalite; "
-                "use gzip, lz4 or zstd")
-        raise UnsupportedCompressionTypeError(f"unknown compression codec id {cid!r}")
+        raise UnsupportedCompressionTypeError(
+            f"unknown compression codec id {cid!r}; Kafka's are 0 none, 1 gzip, 2 snappy, "
+            f"3 lz4, 4 zstd")
 
 
 def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
@@ -103,7 +120,9 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
 
 
 def compress(cid: int, data, level: int | None = None) -> bytes:
-    """Compress ``data`` (any bytes-like object) with codec ``cid``; ``level`` None = default."""
+    """Compress ``data`` (any bytes-like object) with codec ``cid``; ``level`` None = default.
+
+    Snappy has no levels and ignores ``level``."""
     if cid == NONE:
         return data if type(data) is bytes else bytes(data)
     if cid == LZ4:
@@ -113,6 +132,8 @@ def compress(cid: int, data, level: int | None = None) -> bytes:
         return _zstd_compressor(ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
     if cid == GZIP:
         return zlib.compress(data, GZIP_DEFAULT_LEVEL if level is None else level, _GZIP_WBITS)
+    if cid == SNAPPY:
+        return _snappy_compress(data)
     _check_supported(cid)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -121,7 +142,7 @@ def decompress(cid: int, data) -> bytes:
     """Decompress a whole stream made by ``compress(cid, ...)``.
 
     CorruptRecordError if the stream is damaged, truncated or followed by extra bytes;
-    UnsupportedCompressionTypeError if ``cid`` is snappy or unknown.
+    UnsupportedCompressionTypeError if ``cid`` is unknown. Snappy may be xerial-framed or raw.
     """
     if cid == NONE:
         return data if type(data) is bytes else bytes(data)
@@ -133,13 +154,15 @@ def decompress(cid: int, data) -> bytes:
             out = _lz4_decompress(data)
         elif cid == ZSTD:
             out = _zstd_decompress(data)
+        elif cid == SNAPPY:
+            out = _snappy_decompress(data)
         else:
             out = _gzip_decompress(data)
     except CorruptRecordError:
         raise
     except MemoryError:
         raise CorruptRecordError(f"{name} data expands beyond available memory") from None
-    except Exception as exc:  # zlib.error, RuntimeError (lz4), ZstdError, ValueError ...
+    except Exception as exc:  # zlib.error, RuntimeError (lz4), ZstdError, cramjam's errors ...
         raise CorruptRecordError(
             f"cannot decompress {name} data ({len(data)} bytes): {exc}") from exc
     return out
@@ -183,3 +206,53 @@ def _zstd_decompress(data) -> bytes:
         raise CorruptRecordError(
             f"zstd data has {len(d.unused_data)} stray bytes after the end of the frame")
     return out
+
+
+def _snappy_compress(data) -> bytes:
+    """The Java client's framing: xerial header, then one raw block per 32 KiB of input (at least
+    one block, so that a stream always ends with a block and any truncation shows)."""
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    parts = [_XERIAL_HEADER]
+    raw = cramjam.snappy.compress_raw
+    for start in range(0, max(len(view), 1), _XERIAL_BLOCK):
+        block = raw(view[start:start + _XERIAL_BLOCK])
+        parts.append(_BLOCK_LENGTH.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _snappy_block(block) -> bytes:
+    claimed = cramjam.snappy.decompress_raw_len(block)
+    if claimed > _SNAPPY_MAX_RATIO * len(block) + 64:
+        raise CorruptRecordError(
+            f"snappy block of {len(block)} bytes claims {claimed} bytes uncompressed")
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy_decompress(data) -> bytes:
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    if view[:len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
+        return _snappy_block(view)  # librdkafka's raw snappy: one block, no framing
+    end = len(view)
+    if end <= len(_XERIAL_HEADER):
+        raise CorruptRecordError(f"snappy stream of {end} bytes is truncated: no block after "
+                                 f"its header")
+    pos = len(_XERIAL_HEADER)  # version and compatible version: 1 everywhere, not checked
+    out = []
+    while pos < end:
+        length = (_BLOCK_LENGTH.unpack_from(view, pos)[0] if end - pos >= _BLOCK_LENGTH.size
+                  else -1)
+        if length < 0 or length > end - pos - _BLOCK_LENGTH.size:
+            # (xerial streams have no end marker: a cut-off block and stray trailing bytes look
+            # the same)
+            raise CorruptRecordError(
+                f"snappy stream is truncated or has stray bytes at byte {pos}: "
+                f"{end - pos} bytes left do not hold a whole block")
+        pos += _BLOCK_LENGTH.size
+        out.append(_snappy_block(view[pos:pos + length]))
+        pos += length
+    return b"".join(out)

@@ -350,7 +350,7 @@ def test_config_errors():
     with pytest.raises(errors.ConfigError):
         Producer("127.0.0.1:1", enable_idempotence=True, acks=1)
     with pytest.raises(errors.UnsupportedCompressionTypeError):
-        Producer("127.0.0.1:1", compression_type="snappy")
+        Producer("127.0.0.1:1", compression_type="brotli")
 
 
 def test_partitions_for_and_auto_created_topic(cluster):

@@ -6,6 +6,7 @@ import struct
 import threading
 import zlib
 
+import cramjam
 import lz4.frame
 import pytest
 import zstandard
@@ -15,8 +16,8 @@ from hypothesis import strategies as st
 from kafkalite.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalite.record import compression as c
 
-CODECS = [c.NONE, c.GZIP, c.LZ4, c.ZSTD]
-COMPRESSED = [c.GZIP, c.LZ4, c.ZSTD]
+CODECS = [c.NONE, c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]
+COMPRESSED = [c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]
 
 SAMPLES = [
     b"",
@@ -29,7 +30,8 @@ SAMPLES = [
 
 # --- ids and names -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, cid", [("none", 0), ("gzip", 1), ("lz4", 3), ("zstd", 4)])
+@pytest.mark.parametrize("name, cid", [("none", 0), ("gzip", 1), ("snappy", 2), ("lz4", 3),
+                                       ("zstd", 4)])
 def test_ids_follow_kafka_numbering(name, cid):
     assert c.compression_id(name) == cid
     assert c.compression_id(name.upper()) == cid
@@ -43,12 +45,11 @@ def test_none_means_no_compression():
     assert c.compression_id(None) == c.NONE
 
 
-@pytest.mark.parametrize("codec", ["snappy", "SNAPPY", 2])
-def test_snappy_is_unsupported(codec):
-    with pytest.raises(UnsupportedCompressionTypeError, match="snappy"):
-        c.compression_id(codec)
-    assert not c.is_supported(2)
-    assert c.compression_name(2) == "snappy"
+def test_every_kafka_codec_is_supported():
+    assert c.SUPPORTED == {0, 1, 2, 3, 4}
+    assert c.compression_id("SNAPPY") == c.SNAPPY and c.is_supported(2)
+    with pytest.raises(UnsupportedCompressionTypeError, match="none, gzip, snappy, lz4, zstd"):
+        c.compression_id("brotli")
 
 
 @pytest.mark.parametrize("codec", ["brotli", "", 5, 7, -1, 1.0, True, b"gzip"])
@@ -63,7 +64,7 @@ def test_compression_name_of_unknown_id(cid):
         c.compression_name(cid)
 
 
-@pytest.mark.parametrize("cid", [c.SNAPPY, 6])
+@pytest.mark.parametrize("cid", [5, 6, 7])
 def test_compress_and_decompress_refuse_unsupported_ids(cid):
     with pytest.raises(UnsupportedCompressionTypeError):
         c.compress(cid, b"data")
@@ -111,6 +112,40 @@ def test_gzip_output_is_a_gzip_stream():
 
 def test_lz4_output_is_an_lz4_frame():
     assert lz4.frame.decompress(c.compress(c.LZ4, b"payload")) == b"payload"
+
+
+def test_snappy_output_is_the_java_clients_xerial_framing():
+    data = bytes(range(256)) * 300  # 76800 bytes: blocks of 32768, 32768 and 11264
+    packed = c.compress(c.SNAPPY, data)
+    assert packed[:16] == b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    pos, blocks = 16, []
+    while pos < len(packed):
+        (length,) = struct.unpack_from(">i", packed, pos)
+        blocks.append(bytes(cramjam.snappy.decompress_raw(packed[pos + 4:pos + 4 + length])))
+        pos += 4 + length
+    assert [len(b) for b in blocks] == [32768, 32768, 11264] and b"".join(blocks) == data
+
+
+def test_snappy_reads_raw_blocks_and_other_writers():
+    from aiokafka.codec import snappy_decode, snappy_encode
+
+    data = b"librdkafka sends raw snappy " * 3000
+    assert c.decompress(c.SNAPPY, bytes(cramjam.snappy.compress_raw(data))) == data
+    assert c.decompress(c.SNAPPY, snappy_encode(data)) == data           # aiokafka, xerial
+    assert c.decompress(c.SNAPPY, snappy_encode(data, False)) == data    # aiokafka, raw
+    assert snappy_decode(c.compress(c.SNAPPY, data)) == data
+
+
+def test_snappy_forged_lengths_are_corrupt():
+    huge_claim = b"\xff\xff\xff\xff\x0f" + b"\x00" * 10  # a preamble claiming 4 GiB
+    with pytest.raises(CorruptRecordError, match="claims 4294967295 bytes"):
+        c.decompress(c.SNAPPY, huge_claim)
+    header_only = c.compress(c.SNAPPY, b"x")[:16]
+    with pytest.raises(CorruptRecordError, match="no block"):
+        c.decompress(c.SNAPPY, header_only)
+    negative = header_only + struct.pack(">i", -1) + b"\x00"
+    with pytest.raises(CorruptRecordError, match="snappy"):
+        c.decompress(c.SNAPPY, negative)
 
 
 def test_zstd_frames_without_content_size_decode():
@@ -175,8 +210,8 @@ def test_damaged_stream_is_corrupt_with_a_message(cid):
         out = c.decompress(cid, bytes(packed))
     except CorruptRecordError as exc:
         assert name in str(exc)
-    else:  # lz4/zstd frames carry no content checksum here (the batch CRC is the guard);
-        # gzip always checks its CRC-32
+    else:  # snappy blocks and lz4/zstd frames carry no content checksum here (the batch CRC
+        # is the guard); gzip always checks its CRC-32
         assert cid != c.GZIP and out != SAMPLES[4]
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
+import msgpack
 import pytest
-from logtools import START_MS, make_batch, offsets_of, topic_config
+from logtools import START_MS, make_batch, offsets_of, raw_batch, topic_config
 from twisted.internet import task
 
 from kafkalite.config import BrokerConfig
-from kafkalite.errors import InvalidTopicError
+from kafkalite.errors import InvalidTopicError, KafkaStorageError, UnsupportedLogFormatError
 from kafkalite.log import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -19,6 +20,8 @@ from kafkalite.log import (
     LogSegment,
     read_checkpoint,
 )
+from kafkalite.record import compress
+from kafkalite.record.legacy import is_msgpack_batch
 
 DAY = 24 * 3600 * 1000
 
@@ -165,3 +168,49 @@ def test_from_broker_config(tmp_path):
     assert manager.data_dirs == [f"{tmp_path}/x", f"{tmp_path}/y"]
     assert manager.default_config.segment_bytes == 12345
     assert manager.retention_check_interval_ms == 300000
+
+
+def _old_msgpack_batch(rows, codec: int = 0, base_offset: int = 0) -> bytes:
+    """A batch as kafkalite wrote them before Kafka's v2 records: the same 61-byte header, then
+    one msgpack array of [offset_delta, timestamp_delta, key, value, headers] (4 fields when a
+    record had no headers), compressed as a whole."""
+    section = msgpack.packb(rows, use_bin_type=True)
+    if codec:
+        section = compress(codec, section)
+    return raw_batch(section, count=len(rows), base_offset=base_offset, attributes=codec)
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4])
+def test_old_msgpack_record_format_is_refused_by_name(tmp_path, codec):
+    part = tmp_path / "old-topic-0"
+    part.mkdir()
+    old = (_old_msgpack_batch([[0, 0, b"k", b"v", [["h", b"x"]]], [1, 5, None, b"w"]], codec)
+           + _old_msgpack_batch([[0, 0, None, b"z"]], codec, base_offset=2))
+    (part / "00000000000000000000.log").write_bytes(old)
+    (tmp_path / "fine-0").mkdir()
+    (tmp_path / "fine-0" / "00000000000000000000.log").write_bytes(make_batch(3))
+    manager = _manager([tmp_path], _clock())
+    with pytest.raises(UnsupportedLogFormatError) as info:
+        manager.load_logs()
+    message = str(info.value)
+    assert f"log dir {part} holds batches in kafkalite's old msgpack record format" in message
+    assert "delete the directory or keep the old kafkalite" in message
+    assert isinstance(info.value, KafkaStorageError)
+    (part / "00000000000000000000.log").unlink()  # the way out the message names
+    manager = _manager([tmp_path], _clock())
+    manager.load_logs()
+    assert manager.get_log("fine", 0).log_end_offset == 3
+    manager.stopService()
+
+
+def test_undecodable_records_that_are_not_msgpack_still_load(tmp_path):
+    """Only the old format is refused; other damage is for recovery and the readers to report."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    data = raw_batch(b"x" * 20) + make_batch(2, base_offset=1)
+    (part / "00000000000000000000.log").write_bytes(data)
+    assert not is_msgpack_batch(raw_batch(b"x" * 20)) and not is_msgpack_batch(make_batch(2))
+    manager = _manager([tmp_path], _clock())
+    manager.load_logs()
+    assert manager.get_log("t", 0).log_end_offset == 3
+    manager.stopService()
