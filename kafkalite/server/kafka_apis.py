@@ -28,6 +28,7 @@ from kafkalite.server import kafka_admin_apis as admin
 log = logging.getLogger(__name__)
 
 _NO_OPERATIONS = -(1 << 31)   # "authorized operations not requested"
+_COORDINATOR_NOT_AVAILABLE = 15
 
 
 def _then(result, convert):
@@ -61,6 +62,7 @@ class KafkaProtocolApis:
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.DELETE_TOPICS: self.delete_topics,
             60: self.describe_cluster,
+            10: self.find_coordinator,
             37: lambda r, v, c: admin.create_partitions(self.broker, r, v),
             32: lambda r, v, c: admin.describe_configs(self.broker, r, v),
             33: lambda r, v, c: admin.alter_configs(self.broker, r, v),
@@ -125,6 +127,15 @@ class KafkaProtocolApis:
                 "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
                              "rack": b.rack} for b in brokers]}
 
+    def find_coordinator(self, request, version, connection):
+        """No group or transaction coordinator yet (DESIGN.md section 9): every key gets
+        COORDINATOR_NOT_AVAILABLE, which clients retry. The API is advertised anyway, because
+        librdkafka compresses with LZ4 only for brokers that list it (see
+        ``protocol.kafka.versions``)."""
+        return {"throttle_time": 0, "error_code": _COORDINATOR_NOT_AVAILABLE,
+                "error_message": "kafkalite has no group coordinator yet",
+                "node_id": -1, "host": "", "port": -1}
+
     # --- data path -----------------------------------------------------------------------------
     def produce(self, request, version, connection):
         topic_data: dict[str, dict[int, bytes]] = {}
@@ -132,8 +143,11 @@ class KafkaProtocolApis:
             partitions = topic_data.setdefault(topic.name, {})
             for p in topic.partition_data:
                 partitions[p.index] = _records(p.records)
+        # a negative timeout means "do not wait" (Kafka expires it at once); the purgatory's
+        # timer refuses negative delays, after the records are appended
         native = m.ProduceRequest(transactional_id=request.transactional_id, acks=request.acks,
-                                  timeout_ms=millis(request.timeout), topic_data=topic_data)
+                                  timeout_ms=max(0, millis(request.timeout)),
+                                  topic_data=topic_data)
         return _then(self.native.handle_produce(native), _produce_response)
 
     def fetch(self, request, version, connection):
