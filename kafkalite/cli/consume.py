@@ -6,8 +6,12 @@
                       [--property print.key=true] [--property print.timestamp=true] ...
 
 Without ``--group`` it reads every partition of the topic (or only ``--partition``) and commits
-nothing. With ``--group`` it joins that consumer group through ZooKeeper (the brokers are found
-there too unless ``--bootstrap-server`` is given) and commits its position when it stops.
+nothing; ``--bootstrap-server`` is all it needs. With ``--group`` it joins that consumer group
+through ZooKeeper (Kafka 0.8's groups; the brokers are found there too unless
+``--bootstrap-server`` is given) and commits its position when it stops, so ``--group`` needs
+``--zookeeper`` (or KAFKALITE_ZOOKEEPER): with ``--bootstrap-server`` alone it stops with an error
+naming the flag. With neither flag, 127.0.0.1:9092 (no ``--group``) or the ZooKeeper at
+127.0.0.1:2181/kafkalite (``--group``) is tried.
 
 Formatter properties (``--property``), as Kafka's DefaultMessageFormatter, in this order on a
 line: ``print.timestamp`` (``CreateTime:<ms>``), ``print.partition`` (``Partition:<p>``),
@@ -28,10 +32,10 @@ import click
 
 from kafkalite.cli.options import (
     CliError,
+    Endpoints,
     bootstrap_option,
     client_kwargs,
     connection_hint,
-    explicit,
     parse_bool,
     parse_properties,
     property_option,
@@ -153,10 +157,19 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
                              "--consumer-property")
     settings.setdefault("auto_offset_reset", "earliest" if from_beginning else "latest")
     settings.setdefault("allow_auto_create_topics", False)
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    zookeeper = None
     if group is not None:
+        zookeeper = endpoints.require_zookeeper(
+            "consume --group", "kafkalite's consumer groups are Kafka 0.8's, kept in "
+            "ZooKeeper; there is no broker-side group coordinator yet",
+            "leave out --group to read without a group")
         settings["group_id"] = group
+    elif endpoints.zookeeper_given and not endpoints.bootstrap_given:
+        zookeeper = endpoints.zookeeper_value    # only to find the brokers
+    if zookeeper is not None:
         settings["zookeeper"] = zookeeper
-        if not explicit(ctx, "bootstrap_server"):
+        if not endpoints.bootstrap_given:
             bootstrap_server = None          # find the brokers through ZooKeeper
     quiet_client_logs()
     sys.stdout.flush()
@@ -175,7 +188,8 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
         return
     except (NoBrokersAvailableError, ZooKeeperError) as exc:
         raise CliError(connection_hint(exc, bootstrap_server or "ZooKeeper's /brokers/ids",
-                                       zookeeper)) from None
+                                       zookeeper, endpoints.defaulted,
+                                       endpoints.zookeeper_for)) from None
     finally:
         if consumer is not None:
             consumer.close()     # with --group: commits the position and leaves the group

@@ -9,8 +9,11 @@
 (or Kafka's flag style: ``--list``, ``--describe``, ``--reset-offsets``, ``--delete``).
 
 Membership, owners and committed offsets are read from ZooKeeper (``/consumers/<g>``); log end
-offsets from the partition leaders. ``describe`` prints Kafka's columns, ``-`` where a value is
-missing::
+offsets from the partition leaders. These are Kafka 0.8's ZooKeeper groups, so every action needs
+``--zookeeper`` (or KAFKALITE_ZOOKEEPER): with ``--bootstrap-server`` alone the command stops
+with an error naming the flag (broker-side group coordinators do not exist in kafkalite yet).
+With neither flag the ZooKeeper at 127.0.0.1:2181/kafkalite is used. ``describe`` prints Kafka's
+columns, ``-`` where a value is missing::
 
     GROUP  TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
 
@@ -25,9 +28,9 @@ import click
 from kafkalite.cli.options import (
     ActionCommand,
     CliError,
+    Endpoints,
     admin_client,
     bootstrap_option,
-    brokers_from,
     pick_action,
     quiet_client_logs,
     zookeeper_option,
@@ -114,9 +117,12 @@ def command(ctx, list_, describe, reset_offsets, delete, group, all_groups, memb
                           "delete": delete}, "groups")
     if action != "list" and not group and not (action == "describe" and all_groups):
         raise CliError(f"groups --{action} needs --group NAME", exit_code=2)
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    zk = endpoints.require_zookeeper(
+        f"groups --{action}", "kafkalite's consumer groups are Kafka 0.8's, kept in ZooKeeper; "
+        "there is no broker-side group coordinator yet")
     quiet_client_logs()
-    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
-    with admin_client(brokers, zookeeper) as admin:
+    with admin_client(endpoints, zk, connect_zookeeper=True) as admin:
         if action == "list":
             for name in admin.list_consumer_groups():
                 click.echo(name)

@@ -12,7 +12,9 @@ ZooKeeper-era path); the tool waits for the controller and reports, as Kafka doe
     Valid replica already elected for partitions t-2
 
 A partition whose preferred replica is not live or not in the ISR is reported as an error and
-the exit status is 1. Unclean elections are not offered.
+the exit status is 1. Unclean elections are not offered. Since the request is a znode, the tool
+needs ``--zookeeper`` (or KAFKALITE_ZOOKEEPER); with ``--bootstrap-server`` alone it stops with an
+error naming the flag (kafkalite brokers do not serve ElectLeaders yet).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import click
 
 from kafkalite.cli.options import (
     CliError,
+    Endpoints,
     admin_client,
     bootstrap_option,
-    brokers_from,
     quiet_client_logs,
     zookeeper_option,
 )
@@ -88,9 +90,12 @@ def command(ctx, preferred, election_type, topic, partition, all_topic_partition
                        "--all-topic-partitions, --path-to-json-file", exit_code=2)
     if partition is not None and topic is None:
         raise CliError("--partition needs --topic", exit_code=2)
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    zk = endpoints.require_zookeeper(
+        "leader-election", "the election request is written to "
+        "/admin/preferred_replica_election for the controller")
     quiet_client_logs()
-    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
-    with admin_client(brokers, zookeeper) as admin:
+    with admin_client(endpoints, zk, connect_zookeeper=True) as admin:
         if all_topic_partitions:
             partitions = None
         elif path_to_json_file is not None:

@@ -137,42 +137,138 @@ def quiet_client_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def connection_hint(exc: Exception, bootstrap=None, zookeeper: str | None = None) -> str:
-    """The message for a failed connection, with how to fix it."""
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_ZOOKEEPER = "127.0.0.1:2181/kafkalite"
+BOTH_FLAGS = "pass --bootstrap-server HOST:PORT or --zookeeper HOST:PORT/chroot"
+
+
+def _source(ctx: click.Context, name: str) -> str:
+    source = ctx.get_parameter_source(name)
+    return source.name if source is not None else "DEFAULT"
+
+
+class Endpoints:
+    """Where a Kafka-tool subcommand finds the cluster, from ``--bootstrap-server`` and
+    ``--zookeeper`` (each given on the command line, in the environment, or neither).
+
+    * ``brokers``: what the AdminClient bootstraps from -- the bootstrap servers when given
+      (flag or environment), else, when ``--zookeeper`` is given, the brokers registered there
+      (as Kafka 0.8's tools found them), else the default ``127.0.0.1:9092``.
+    * ``zookeeper``: the ZooKeeper to read *optional* ZooKeeper-only details from (topics marked
+      for deletion, reassignments in progress): only when the user chose ZooKeeper, i.e. gave
+      ``--zookeeper`` on the command line, or in the environment without ``--bootstrap-server``
+      on the command line. Never the built-in default: ``--bootstrap-server`` alone (Kafka 2.2+'s
+      way) and no flags at all read everything the brokers serve from the brokers.
+    * ``require_zookeeper(what)``: the ZooKeeper for an operation that exists only there (0.8
+      consumer groups, changing configs, elections, reassignments): ``--zookeeper`` from the
+      command line or the environment; the built-in default only when neither flag was given;
+      otherwise CliError naming the flag.
+    """
+
+    def __init__(self, ctx: click.Context, bootstrap: str | None, zookeeper: str | None):
+        self.bootstrap = bootstrap
+        self.zookeeper_value = zookeeper
+        bs = _source(ctx, "bootstrap_server") if bootstrap is not None else "DEFAULT"
+        zk = _source(ctx, "zookeeper") if zookeeper is not None else "DEFAULT"
+        self.bootstrap_given = bs in ("COMMANDLINE", "ENVIRONMENT")
+        self.zookeeper_given = zk in ("COMMANDLINE", "ENVIRONMENT")
+        self.defaulted = not self.bootstrap_given and not self.zookeeper_given
+        zk_chosen = zk == "COMMANDLINE" or (zk == "ENVIRONMENT" and bs != "COMMANDLINE")
+        self.zookeeper = zookeeper if zk_chosen else None
+        self.zookeeper_for: str | None = None     # set by require_zookeeper
+        self._zk_bootstrap = None
+
+    @property
+    def brokers(self):
+        if not self.bootstrap_given and self.zookeeper_given:
+            if self._zk_bootstrap is None:
+                from kafkalite.client.zk_bootstrap import ZooKeeperBootstrap
+
+                self._zk_bootstrap = ZooKeeperBootstrap(self.zookeeper_value)
+            return self._zk_bootstrap
+        return self.bootstrap or DEFAULT_BOOTSTRAP
+
+    def require_zookeeper(self, what: str, why: str = "", instead: str = "") -> str:
+        """The ZooKeeper connect string for ``what``, which only ZooKeeper can do (``why``);
+        ``instead``: another way out, for the error message."""
+        if self.zookeeper_given or (self.defaulted and self.zookeeper_value):
+            self.zookeeper_for = what
+            return self.zookeeper_value
+        raise CliError(f"{what} needs ZooKeeper, which --bootstrap-server alone cannot reach"
+                       f"{' (' + why + ')' if why else ''}: pass --zookeeper HOST:PORT/chroot "
+                       f"(the brokers' zookeeper.connect) or set KAFKALITE_ZOOKEEPER"
+                       f"{', or ' + instead if instead else ''}", exit_code=2)
+
+    def close(self) -> None:
+        if self._zk_bootstrap is not None:
+            self._zk_bootstrap.close()
+            self._zk_bootstrap = None
+
+
+def connection_hint(exc: Exception, bootstrap=None, zookeeper: str | None = None,
+                    defaulted: bool = False, zookeeper_for: str | None = None) -> str:
+    """The message for a failed connection, with how to fix it. ``defaulted``: neither
+    ``--bootstrap-server`` nor ``--zookeeper`` was given, so the address tried was a default;
+    ``zookeeper_for``: what needed ZooKeeper, when only ZooKeeper can do it (then
+    ``--bootstrap-server`` is no way out)."""
     from kafkalite import errors
 
+    default = " (the default: neither --bootstrap-server nor --zookeeper was given)"
     if isinstance(exc, errors.NoBrokersAvailableError) and isinstance(bootstrap, str):
+        if defaulted:
+            return f"no broker answered at {bootstrap}{default}: {BOTH_FLAGS}"
         return (f"no broker answered at {bootstrap}: is the cluster up? Pass "
-                f"--bootstrap-server host:port or set KAFKALITE_BOOTSTRAP_SERVER")
+                f"--bootstrap-server HOST:PORT or set KAFKALITE_BOOTSTRAP_SERVER")
     if isinstance(exc, errors.ZooKeeperError) and zookeeper is not None:
-        return (f"{exc}: is ZooKeeper running there? Pass --zookeeper host:port/chroot or "
-                f"set KAFKALITE_ZOOKEEPER")
+        where = default if defaulted else ""
+        if zookeeper_for:
+            return (f"{exc}{where}: {zookeeper_for} needs ZooKeeper; is it running there? "
+                    f"Pass --zookeeper HOST:PORT/chroot or set KAFKALITE_ZOOKEEPER")
+        if defaulted:
+            return f"{exc}{where}: {BOTH_FLAGS}"
+        return (f"{exc}: is ZooKeeper running there? Pass --zookeeper HOST:PORT/chroot, or "
+                f"--bootstrap-server HOST:PORT alone to read from the brokers")
     return str(exc)
 
 
 def brokers_from(ctx: click.Context, bootstrap: str, zookeeper: str | None):
     """``--bootstrap-server`` when given (flag or environment); otherwise, when ``--zookeeper``
     was given, the brokers registered in ZooKeeper (as Kafka 0.8's tools found them)."""
-    if zookeeper is not None and not explicit(ctx, "bootstrap_server") \
-            and explicit(ctx, "zookeeper"):
-        from kafkalite.client.zk_bootstrap import ZooKeeperBootstrap
-
-        return ZooKeeperBootstrap(zookeeper)
-    return bootstrap
+    return Endpoints(ctx, bootstrap, zookeeper).brokers
 
 
 @contextlib.contextmanager
-def admin_client(bootstrap, zookeeper: str | None = None, **kwargs):
+def admin_client(bootstrap, zookeeper: str | None = None, *, defaulted: bool = False,
+                 connect_zookeeper: bool = False, **kwargs):
     """An AdminClient (``with``), whose ZooKeeper session, if it opened one, closes with it.
-    ``bootstrap``: a host:port list or a bootstrap source such as ``brokers_from``'s."""
+    ``bootstrap``: a host:port list, a bootstrap source such as ``brokers_from``'s, or an
+    ``Endpoints`` (then ``zookeeper`` is its optional ZooKeeper unless given). With
+    ``connect_zookeeper`` the session opens at once, so a wrong address fails here with a hint."""
     from kafkalite import errors
     from kafkalite.client.admin import AdminClient
 
+    endpoints = None
+    zookeeper_for = None
+    if isinstance(bootstrap, Endpoints):
+        endpoints = bootstrap
+        if zookeeper is None:
+            zookeeper = endpoints.zookeeper
+        defaulted = defaulted or endpoints.defaulted
+        zookeeper_for = endpoints.zookeeper_for
+        bootstrap = endpoints.brokers
+    shown = bootstrap if isinstance(bootstrap, str) else None
     try:
         admin = AdminClient(bootstrap_servers=bootstrap, zookeeper=zookeeper, **kwargs)
         try:
-            if not isinstance(bootstrap, str):
-                admin.connect_zookeeper()    # checks the chroot before anything creates it
+            if zookeeper is not None and (connect_zookeeper or not isinstance(bootstrap, str)):
+                try:
+                    admin.connect_zookeeper()  # checks the chroot before anything creates it
+                except errors.ConfigError as exc:
+                    if defaulted:
+                        raise CliError(f"{exc} (ZooKeeper {zookeeper} is the default: "
+                                       f"neither --bootstrap-server nor --zookeeper was given)"
+                                       f"; {BOTH_FLAGS}") from None
+                    raise
             yield admin
         finally:
             try:
@@ -180,8 +276,12 @@ def admin_client(bootstrap, zookeeper: str | None = None, **kwargs):
             finally:
                 admin.close_zookeeper()
     except (errors.NoBrokersAvailableError, errors.ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap, zookeeper)) from None
+        raise CliError(connection_hint(exc, shown, zookeeper, defaulted,
+                                       zookeeper_for)) from None
     finally:
-        close = getattr(bootstrap, "close", None)
-        if close is not None:
-            close()
+        if endpoints is not None:
+            endpoints.close()
+        else:
+            close = getattr(bootstrap, "close", None)
+            if close is not None:
+                close()

@@ -19,7 +19,8 @@ rates come from the producer's acknowledged-record counter.
 data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms,
 fetch.MB.sec, fetch.nMsg.sec), preceded by progress lines every 5 s and followed by a one-line
 summary. It reads the topic from the beginning (all partitions, or through ``--group`` with
-``--zookeeper``).
+``--zookeeper``: kafkalite's groups are Kafka 0.8's ZooKeeper groups, so ``--group`` with
+``--bootstrap-server`` alone stops with an error naming ``--zookeeper``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import click
 
 from kafkalite.cli.options import (
     CliError,
+    Endpoints,
     bootstrap_option,
     client_kwargs,
     connection_hint,
@@ -345,15 +347,27 @@ def consume(ctx, topic, messages, timeout_ms, group, reporting_interval, hide_he
     validate_topic_name(topic)
     items = [part for item in consumer_props for part in item.split()]
     props = parse_properties(items, "--consumer-props")
+    props_bootstrap = "bootstrap.servers" in props
     bootstrap_server = props.pop("bootstrap.servers", bootstrap_server)
     settings = client_kwargs(Consumer, props, "--consumer-props")
     settings.setdefault("max_poll_records", 100_000)
     settings.setdefault("auto_offset_reset", "earliest")
     settings.setdefault("allow_auto_create_topics", False)
     settings.setdefault("fetch_max_wait_ms", 100)
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    defaulted = endpoints.defaulted and not props_bootstrap
+    zookeeper = None
     if group is not None:
+        zookeeper = endpoints.require_zookeeper(
+            "perf consume --group", "kafkalite's consumer groups are Kafka 0.8's, kept in "
+            "ZooKeeper; there is no broker-side group coordinator yet")
         settings["group_id"] = group
+    elif endpoints.zookeeper_given and not endpoints.bootstrap_given:
+        zookeeper = endpoints.zookeeper_value    # only to find the brokers
+    if zookeeper is not None:
         settings["zookeeper"] = zookeeper
+        if not endpoints.bootstrap_given and not props_bootstrap:
+            bootstrap_server = None              # find the brokers through ZooKeeper
     quiet_client_logs()
     consumer = None
     start_wall = time.time()
@@ -376,7 +390,8 @@ def consume(ctx, topic, messages, timeout_ms, group, reporting_interval, hide_he
             count, nbytes, elapsed = consume_records(consumer, messages, timeout_ms / 1000,
                                                      reporting_interval / 1000, click.echo)
     except (NoBrokersAvailableError, ZooKeeperError) as exc:
-        raise CliError(connection_hint(exc, bootstrap_server, zookeeper)) from None
+        raise CliError(connection_hint(exc, bootstrap_server or "ZooKeeper's /brokers/ids",
+                                       zookeeper, defaulted, endpoints.zookeeper_for)) from None
     finally:
         if consumer is not None:
             consumer.close()

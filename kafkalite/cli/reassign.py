@@ -14,6 +14,17 @@
 ``--execute`` writes ``/admin/reassign_partitions`` for the controller (printing the current
 assignment first, to keep for a rollback); ``--verify`` compares each partition's replicas and
 ISR with the plan.
+
+``--generate`` and ``--verify`` work with ``--bootstrap-server`` alone (replicas and ISR come from
+the brokers' Metadata). Without ZooKeeper, ``--verify`` tells a reassignment in progress by its
+replica list: while one runs, the controller lists the target replicas followed by the leaving
+ones, so a partition whose replicas are the plan's plus more is reported as still in progress
+(a plan that only drops the last replicas and was never started reads the same; ``--zookeeper``
+tells them apart), and a partition whose replicas differ from the plan "has not started or
+failed" (the brokers cannot tell a request the controller has not picked up yet from a
+failure). ``--execute`` and ``--list`` read or write ``/admin/reassign_partitions`` and so need
+``--zookeeper`` (kafkalite brokers do not serve AlterPartitionReassignments yet); without it they
+stop with an error naming the flag.
 """
 
 from __future__ import annotations
@@ -25,9 +36,9 @@ import click
 from kafkalite.cli.options import (
     ActionCommand,
     CliError,
+    Endpoints,
     admin_client,
     bootstrap_option,
-    brokers_from,
     pick_action,
     quiet_client_logs,
     zookeeper_option,
@@ -138,16 +149,21 @@ def command(ctx, generate, execute, verify, list_, topics_to_move_json_file, bro
         raise CliError("--generate needs --topics-to-move-json-file FILE", exit_code=2)
     if action in ("execute", "verify") and not reassignment_json_file:
         raise CliError(f"--{action} needs --reassignment-json-file FILE", exit_code=2)
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    zk = endpoints.zookeeper            # optional (verify: the reassignments in progress)
+    if action in ("execute", "list"):
+        zk = endpoints.require_zookeeper(
+            f"reassign --{action}", "reassignments are kept in /admin/reassign_partitions for "
+            "the controller")
     quiet_client_logs()
-    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
-    with admin_client(brokers, zookeeper) as admin:
+    with admin_client(endpoints, zk, connect_zookeeper=zk is not None) as admin:
         if action == "generate":
             _generate(admin, read_topics_to_move(topics_to_move_json_file),
                       _parse_broker_list(broker_list))
         elif action == "execute":
             _execute(admin, read_reassignment(reassignment_json_file))
         elif action == "verify":
-            _verify(admin, read_reassignment(reassignment_json_file))
+            _verify(admin, read_reassignment(reassignment_json_file), zk is not None)
         else:
             pending = admin.list_partition_reassignments()
             if not pending:
@@ -191,10 +207,11 @@ def _execute(admin, plan: dict) -> None:
                + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
 
 
-def _verify(admin, plan: dict) -> None:
+def _verify(admin, plan: dict, with_zookeeper: bool = True) -> None:
     from kafkalite.errors import UnknownTopicOrPartitionError
 
-    pending = {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
+    pending = ({(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
+               if with_zookeeper else set())
     descriptions = {}
     for topic in sorted({t for t, _ in plan}):
         try:
@@ -206,7 +223,10 @@ def _verify(admin, plan: dict) -> None:
     for (topic, partition), target in sorted(plan.items()):
         p = descriptions[topic].get(partition)
         name = f"{topic}-{partition}"
-        if (topic, partition) in pending:
+        # without ZooKeeper: while moving, the controller lists the target, then the leaving
+        moving = (not with_zookeeper and p is not None and len(p.replicas) > len(target)
+                  and list(p.replicas[:len(target)]) == target)
+        if (topic, partition) in pending or moving:
             click.echo(f"Reassignment of partition {name} is still in progress.")
         elif p is not None and list(p.replicas) == target and set(target) <= set(p.isr):
             click.echo(f"Reassignment of partition {name} is completed.")
@@ -216,5 +236,7 @@ def _verify(admin, plan: dict) -> None:
                        f"yet).")
         else:
             have = ",".join(map(str, p.replicas)) if p is not None else "none (no such partition)"
-            click.echo(f"Reassignment of partition {name} failed: its replicas are {have}, "
+            # without ZooKeeper, a request the controller has not picked up yet looks the same
+            outcome = "failed" if with_zookeeper else "has not started or failed"
+            click.echo(f"Reassignment of partition {name} {outcome}: its replicas are {have}, "
                        f"not {','.join(map(str, target))}.")

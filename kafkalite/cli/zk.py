@@ -1,16 +1,31 @@
-"""``kafkalite zk tree [PATH]`` and ``kafkalite zk get PATH``: see what lives where in ZooKeeper."""
+"""``kafkalite zk tree [PATH]`` and ``kafkalite zk get PATH``: see what lives where in ZooKeeper.
+
+These read ZooKeeper itself, so they take ``--zookeeper`` (or KAFKALITE_ZOOKEEPER) only; without
+it they try 127.0.0.1:2181/kafkalite and, if that fails, say so and name the flag.
+"""
 
 from __future__ import annotations
 
 import click
 
-from kafkalite.cli.options import zookeeper_option
+from kafkalite.cli.options import CliError, explicit, quiet_client_logs, zookeeper_option
 
 
 def _connect(zookeeper: str):
+    from kafkalite.errors import ZooKeeperError
     from kafkalite.zk import ZkClient
+    from kafkalite.zk.errors import ZkConnectionLossError
 
-    return ZkClient(zookeeper, session_timeout_ms=10000, connection_timeout_s=10).start()
+    quiet_client_logs()
+    try:
+        return ZkClient(zookeeper, session_timeout_ms=10000, connection_timeout_s=10).start()
+    except ZooKeeperError as exc:
+        given = explicit(click.get_current_context(), "zookeeper")
+        where = "" if given else " (the default: --zookeeper was not given)"
+        detail = "" if isinstance(exc, ZkConnectionLossError) else f" ({exc})"
+        raise CliError(f"cannot reach ZooKeeper at {zookeeper}{where}{detail}: is ZooKeeper "
+                       f"running there? Pass --zookeeper HOST:PORT/chroot or set "
+                       f"KAFKALITE_ZOOKEEPER") from None
 
 
 def render_tree(zk, path: str, show_data: bool = True, max_data: int = 160) -> list[str]:
