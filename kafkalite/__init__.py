@@ -7,7 +7,8 @@ they load lazily so that ``import kafkalite`` stays cheap for the broker and the
 __version__ = "0.1.0"
 
 _CLIENT_NAMES = ("Producer", "Consumer", "AdminClient", "TopicPartition", "ConsumerRecord",
-                 "RecordMetadata", "OffsetAndMetadata", "OffsetAndTimestamp", "NewTopic")
+                 "RecordMetadata", "OffsetAndMetadata", "OffsetAndTimestamp", "NewTopic",
+                 "NewPartitions")
 
 __all__ = list(_CLIENT_NAMES) + ["__version__"]
 

@@ -98,6 +98,8 @@ InvalidConfigError = _error(40, "INVALID_CONFIG", False, "A configuration value 
 NotControllerError = _error(41, "NOT_CONTROLLER", True, "This broker is not the controller")
 InvalidRequestError = _error(42, "INVALID_REQUEST", False,
                              "The request is malformed or violates the protocol")
+PolicyViolationError = _error(44, "POLICY_VIOLATION", False,
+                              "The request breaks a policy of the topic (e.g. its cleanup.policy)")
 OutOfOrderSequenceNumberError = _error(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False,
                                        "The broker saw a gap in the producer's sequence numbers")
 DuplicateSequenceNumberError = _error(46, "DUPLICATE_SEQUENCE_NUMBER", False,

@@ -7,11 +7,22 @@ Either Kafka's flag style or a subcommand word::
     kafkalite topics --list
     kafkalite topics describe [--topic t] [--under-replicated-partitions] [--unavailable-partitions]
     kafkalite topics alter --topic t --config retention.ms=60000 [--delete-config k]
+    kafkalite topics --alter --topic t --partitions 6 [--replica-assignment ...]
     kafkalite topics delete --topic t
 
-Partition metadata comes from the brokers (``--bootstrap-server``); topic ids, config overrides and
-deletion marks from ZooKeeper (``--zookeeper``), where Kafka's ZooKeeper-era brokers keep them.
-``--describe`` prints exactly what kafka-topics prints::
+``--bootstrap-server`` alone is enough to list, describe, create and delete, as with Kafka 2.2+'s
+kafka-topics: partitions, leaders, replicas, ISR and topic ids come from the brokers' Metadata,
+config overrides from DescribeConfigs (brokers read them from ``/config/topics``). What only
+ZooKeeper holds needs ``--zookeeper``:
+
+* topics marked for deletion (``/admin/delete_topics``): shown (``- marked for deletion``,
+  ``MarkedForDeletion: true``) only when ZooKeeper was chosen, as Kafka's tool shows them only
+  with ``--zookeeper``; brokers drop a topic from Metadata once its deletion starts;
+* ``--alter --config`` / ``--delete-config`` write ``/config/topics/<t>``: refused without
+  ``--zookeeper`` (Kafka 2.x's kafka-topics refuses it with ``--bootstrap-server`` too).
+
+With neither flag, the brokers at 127.0.0.1:9092 are asked (``--alter --config`` uses the
+ZooKeeper at 127.0.0.1:2181/kafkalite). ``--describe`` prints exactly what kafka-topics prints::
 
     Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 2	Configs: k=v
     	Topic: t	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2
@@ -26,9 +37,9 @@ import click
 from kafkalite.cli.options import (
     ActionCommand,
     CliError,
+    Endpoints,
     admin_client,
     bootstrap_option,
-    brokers_from,
     parse_properties,
     pick_action,
     quiet_client_logs,
@@ -92,14 +103,16 @@ def format_partition_line(name: str, p, marked: bool = False) -> str:
 @click.option("--create", is_flag=True, help="create a topic")
 @click.option("--list", "list_", is_flag=True, help="list the topics")
 @click.option("--describe", is_flag=True, help="partitions, leaders, replicas, ISR and configs")
-@click.option("--alter", is_flag=True, help="change a topic's config overrides")
+@click.option("--alter", is_flag=True,
+              help="add partitions (--partitions) or change a topic's config overrides")
 @click.option("--delete", is_flag=True, help="delete a topic")
 @click.option("--topic", help="topic name (or, for --list/--describe/--delete, a regex)")
-@click.option("--partitions", type=int, help="number of partitions (--create)")
+@click.option("--partitions", type=int,
+              help="number of partitions (--create; --alter: the new, larger total)")
 @click.option("--replication-factor", type=int, help="replicas per partition (--create)")
 @click.option("--replica-assignment", metavar="1:2,2:3",
               help="explicit replicas: partition i's broker ids, ':'-separated, comma between "
-                   "partitions (--create)")
+                   "partitions (--create; --alter with --partitions: the new partitions')")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
               help="topic config override (repeatable; --create, --alter)")
 @click.option("--delete-config", "delete_configs", multiple=True, metavar="KEY",
@@ -124,18 +137,24 @@ def command(ctx, create, list_, describe, alter, delete, topic, partitions, repl
     action = pick_action({"create": create, "list": list_, "describe": describe,
                           "alter": alter, "delete": delete}, "topics")
     quiet_client_logs()
-    brokers = brokers_from(ctx, bootstrap_server, zookeeper)
-    with admin_client(brokers, zookeeper) as admin:
+    endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
+    zk = endpoints.zookeeper            # optional details (deletion marks), when chosen
+    if action == "alter" and (configs or delete_configs):
+        zk = endpoints.require_zookeeper(
+            "topics --alter --config/--delete-config",
+            "config overrides are written to /config/topics/<topic>")
+    with admin_client(endpoints, zk) as admin:
         if action == "create":
             _create(admin, topic, partitions, replication_factor, replica_assignment,
                     configs, if_not_exists)
         elif action == "list":
-            _list(admin, topic)
+            _list(admin, topic, zk is not None)
         elif action == "describe":
             _describe(admin, topic, under_replicated_partitions, unavailable_partitions,
-                      topics_with_overrides)
+                      topics_with_overrides, zk is not None)
         elif action == "alter":
-            _alter(admin, topic, partitions, configs, delete_configs, if_exists)
+            _alter(admin, topic, partitions, configs, delete_configs, if_exists,
+                   replica_assignment)
         else:
             _delete(admin, topic, if_exists)
 
@@ -178,14 +197,15 @@ def _create(admin, topic, partitions, replication_factor, replica_assignment, co
     click.echo(f"Created topic {topic}.")
 
 
-def _list(admin, pattern):
+def _list(admin, pattern, with_zookeeper: bool = False):
     names = _select(admin.list_topics(), pattern)
-    marked = set(admin.list_topics_marked_for_deletion())
+    marked = set(admin.list_topics_marked_for_deletion()) if with_zookeeper else set()
     for name in names:
         click.echo(f"{name} - marked for deletion" if name in marked else name)
 
 
-def _describe(admin, pattern, under_replicated, unavailable, with_overrides):
+def _describe(admin, pattern, under_replicated, unavailable, with_overrides,
+              with_zookeeper: bool = False):
     names = _select(admin.list_topics(), pattern)
     if pattern is not None and not names:
         raise UnknownTopicOrPartitionError(f"topic '{pattern}' does not exist (see "
@@ -193,20 +213,22 @@ def _describe(admin, pattern, under_replicated, unavailable, with_overrides):
     if not names:
         return
     descriptions = admin.describe_topics(names)
-    ids = admin.topic_ids(names)
-    marked = set(admin.list_topics_marked_for_deletion())
+    marked = set(admin.list_topics_marked_for_deletion()) if with_zookeeper else set()
     live = {b.node_id for b in admin.describe_cluster().brokers}
     report_partitions_only = under_replicated or unavailable
+    all_configs = {}
+    if with_overrides or not report_partitions_only:
+        all_configs = _topic_configs(admin, [d.name for d in descriptions])
     for desc in descriptions:
         is_marked = desc.name in marked
-        configs = admin.describe_topic_config(desc.name) if desc.name in ids else {}
+        configs = all_configs.get(desc.name, {})
         if with_overrides:
             if configs:
-                click.echo(format_topic_line(desc.name, ids.get(desc.name), desc.partitions,
+                click.echo(format_topic_line(desc.name, desc.topic_id, desc.partitions,
                                              configs, is_marked))
             continue
         if not report_partitions_only:
-            click.echo(format_topic_line(desc.name, ids.get(desc.name), desc.partitions,
+            click.echo(format_topic_line(desc.name, desc.topic_id, desc.partitions,
                                          configs, is_marked))
         for p in desc.partitions:
             no_leader = p.leader is None or p.leader < 0 or p.leader not in live
@@ -217,18 +239,37 @@ def _describe(admin, pattern, under_replicated, unavailable, with_overrides):
             click.echo(format_partition_line(desc.name, p, is_marked))
 
 
-def _alter(admin, topic, partitions, configs, delete_configs, if_exists):
+def _topic_configs(admin, names: list[str]) -> dict[str, dict[str, str]]:
+    """Config overrides of ``names`` from a broker; a topic deleted meanwhile has none."""
+    try:
+        return admin.describe_topic_configs(names)
+    except UnknownTopicOrPartitionError:
+        out = {}
+        for name in names:
+            try:
+                out[name] = admin.describe_topic_config(name)
+            except UnknownTopicOrPartitionError:
+                out[name] = {}
+        return out
+
+
+def _alter(admin, topic, partitions, configs, delete_configs, if_exists,
+           replica_assignment=None):
     topic = _need_topic(topic, "alter")
-    if partitions is not None:
-        raise CliError("adding partitions to an existing topic is not supported by kafkalite "
-                       "yet; create a new topic with more partitions and move the data",
-                       exit_code=2)
     updates: dict[str, str | None] = dict(parse_properties(configs, "--config"))
     for key in delete_configs:
         updates[key] = None
-    if not updates:
-        raise CliError("topics --alter needs --config KEY=VALUE or --delete-config KEY",
-                       exit_code=2)
+    if replica_assignment and partitions is None:
+        raise CliError("topics --alter --replica-assignment needs --partitions N (the new "
+                       "total)", exit_code=2)
+    if not updates and partitions is None:
+        raise CliError("topics --alter needs --partitions N, --config KEY=VALUE or "
+                       "--delete-config KEY", exit_code=2)
+    if partitions is not None:
+        if not _add_partitions(admin, topic, partitions, replica_assignment, if_exists):
+            return
+        if not updates:
+            return
     try:
         admin.alter_topic_config(topic, updates)
     except UnknownTopicOrPartitionError:
@@ -237,6 +278,50 @@ def _alter(admin, topic, partitions, configs, delete_configs, if_exists):
         raise UnknownTopicOrPartitionError(
             f"topic '{topic}' does not exist (see 'kafkalite topics --list')") from None
     click.echo(f"Updated config for topic {topic}.")
+
+
+def _add_partitions(admin, topic, partitions, replica_assignment, if_exists) -> bool:
+    """``--alter --partitions N``: grow the topic to N partitions (CreatePartitions). False when
+    the topic is missing and ``--if-exists`` was given."""
+    from kafkalite.client.structs import NewPartitions
+    from kafkalite.controller.assignment import parse_replica_assignment
+    from kafkalite.errors import InvalidPartitionsError
+
+    if partitions < 1:
+        raise CliError(f"--partitions must be at least 1, got {partitions}", exit_code=2)
+    try:
+        current = len(admin.describe_topics([topic])[0].partitions)
+    except UnknownTopicOrPartitionError:
+        if if_exists:
+            return False
+        raise UnknownTopicOrPartitionError(
+            f"topic '{topic}' does not exist (see 'kafkalite topics --list')") from None
+    new_assignments = None
+    if replica_assignment:
+        # Kafka 2.8's kafka-topics: the list covers every partition and the entries past the
+        # existing ones are the new partitions'; a list of just the new ones is taken too
+        assignment = parse_replica_assignment(replica_assignment)
+        lists = [assignment[p] for p in sorted(assignment)]
+        if len(lists) == partitions:
+            lists = lists[current:]
+        elif len(lists) != partitions - current:
+            raise CliError(f"--replica-assignment lists {len(lists)} partition(s): give all "
+                           f"{partitions} (the existing {current} and the new ones) or only the "
+                           f"{max(partitions - current, 0)} new one(s)", exit_code=2)
+        new_assignments = lists
+    try:
+        admin.create_partitions({topic: NewPartitions(partitions, new_assignments)})
+    except InvalidPartitionsError as exc:
+        raise InvalidPartitionsError(f"topic '{topic}': {exc.message} The number of partitions "
+                                     f"can only be increased.") from None
+    except UnknownTopicOrPartitionError:
+        if if_exists:
+            return False
+        raise
+    click.echo("WARNING: If partitions are increased for a topic that has a key, the partition "
+               "logic or ordering of the messages will be affected")
+    click.echo("Adding partitions succeeded!")
+    return True
 
 
 def _delete(admin, pattern, if_exists):

@@ -14,6 +14,7 @@ from kafkalite.client.structs import (
     BrokerMetadata,
     ClusterDescription,
     ConsumerRecord,
+    NewPartitions,
     NewTopic,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -25,7 +26,7 @@ from kafkalite.client.structs import (
 
 __all__ = [
     "Producer", "Consumer", "AdminClient", "TopicPartition", "ConsumerRecord", "RecordMetadata",
-    "OffsetAndMetadata", "NewTopic", "OffsetAndTimestamp", "FutureRecordMetadata",
+    "OffsetAndMetadata", "NewTopic", "NewPartitions", "OffsetAndTimestamp", "FutureRecordMetadata",
     "BrokerMetadata", "ClusterDescription", "TopicDescription", "PartitionDescription",
     "BrokerConnection", "ClusterMetadata", "StaticBootstrap",
 ]

@@ -9,6 +9,12 @@ Results of ``create_topics`` / ``delete_topics``: a dict ``{topic: None | KafkaE
 order given. By default (``raise_on_error=True``) the first failed topic's error is raised
 instead, with the whole dict attached as ``exc.results`` -- so ``create_topics([...])`` either
 returns (everything succeeded) or raises, e.g. TopicAlreadyExistsError.
+
+What needs ZooKeeper (``zookeeper=``): the brokers serve topics, partitions, leaders, ISR, topic
+ids (Metadata), config overrides (DescribeConfigs), creation and deletion, so those work with
+``bootstrap_servers`` alone. ZooKeeper-era consumer groups, changing config overrides, topics
+marked for deletion, preferred elections and reassignments go through ZooKeeper, as in Kafka's
+ZooKeeper-era tools; without ``zookeeper=`` they raise ConfigError.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID
 from kafkalite.client.structs import (
     ClusterDescription,
+    NewPartitions,
     NewTopic,
     PartitionDescription,
     TopicDescription,
@@ -29,6 +36,8 @@ from kafkalite.client.structs import (
 from kafkalite.errors import KafkaError
 from kafkalite.protocol.messages import (
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
 )
@@ -137,6 +146,54 @@ class AdminClient:
         self._cluster.request_update()
         return self._finish(results, raise_on_error)
 
+    def create_partitions(self, topic_partitions: dict, timeout_ms: int | None = None,
+                          validate_only: bool = False, raise_on_error: bool = True
+                          ) -> dict[str, KafkaError | None]:
+        """Add partitions to existing topics: ``{topic: NewPartitions(total_count,
+        new_assignments=None)}`` (a bare int is taken as the total count). Waits (up to
+        ``timeout_ms``) until every partition of those topics has a leader.
+
+        Per topic: InvalidPartitionsError when ``total_count`` is not more than the topic has,
+        InvalidReplicaAssignmentError for assignments that name unknown brokers, are not one list
+        per added partition, or differ from the topic's replication factor,
+        UnknownTopicOrPartitionError for a missing topic, RequestTimedOutError when the
+        partitions were added but their leaders were not elected in time.
+        """
+        topics: dict[str, CreatePartitionsTopic] = {}
+        for name, new in topic_partitions.items():
+            validate_topic_name(name)
+            if type(new) is int:
+                new = NewPartitions(new)
+            elif not isinstance(new, NewPartitions):
+                new = NewPartitions(*new)
+            if type(new.total_count) is not int or new.total_count < 1:
+                raise errors.InvalidPartitionsError(
+                    f"topic '{name}': total_count must be a positive int, got "
+                    f"{new.total_count!r}")
+            assignments = None
+            if new.new_assignments is not None:
+                assignments = []
+                for replicas in new.new_assignments:
+                    try:
+                        assignments.append([int(b) for b in replicas])
+                    except (TypeError, ValueError):
+                        raise errors.InvalidReplicaAssignmentError(
+                            f"topic '{name}': new_assignments must be lists of broker ids, got "
+                            f"{new.new_assignments!r}") from None
+            topics[name] = CreatePartitionsTopic(name, new.total_count, assignments)
+        if not topics:
+            return {}
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
+
+        def build(names):
+            return CreatePartitionsRequest(topics=[topics[n] for n in names],
+                                           timeout_ms=timeout_ms, validate_only=validate_only)
+
+        results = self._controller_call(list(topics), build, lambda r: r.results, timeout_ms)
+        if not validate_only:
+            self._cluster.request_update()
+        return self._finish(results, raise_on_error)
+
     def _controller_call(self, names: list[str], build, entries, timeout_ms: int) -> dict:
         self._check_open()
         deadline = time.monotonic() + (timeout_ms + self.request_timeout_ms) / 1000
@@ -234,8 +291,78 @@ class AdminClient:
             out.append(TopicDescription(name, [
                 PartitionDescription(p.partition, p.leader, list(p.replicas), list(p.isr),
                                      list(p.offline_replicas), p.leader_epoch, p.error_code)
-                for p in sorted(parts.values(), key=lambda m: m.partition)], code))
+                for p in sorted(parts.values(), key=lambda m: m.partition)], code,
+                snap.topic_ids.get(name)))
         return out
+
+    def topic_ids(self, topics: Iterable[str] | None = None) -> dict[str, str | None]:
+        """``{topic: topic id}`` from the brokers' Metadata (every topic when None); topics
+        that do not exist are left out, a topic without an id maps to None."""
+        self._check_open()
+        names = None if topics is None else list(
+            dict.fromkeys([topics] if isinstance(topics, str) else topics))
+        snap = self._cluster.refresh(topics=names)
+        return {t: snap.topic_ids.get(t)
+                for t in (sorted(snap.topics) if names is None else names) if t in snap.topics}
+
+    def describe_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """``{topic: {name: value}}``: each topic's config overrides, asked of a broker
+        (DescribeConfigs; brokers read ``/config/topics/<t>``), so no ZooKeeper access is needed.
+        UnknownTopicOrPartitionError for a topic that does not exist."""
+        from kafkalite.protocol.messages import (
+            CONFIG_RESOURCE_TOPIC,
+            DescribeConfigsRequest,
+            DescribeConfigsResource,
+        )
+
+        names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
+        for name in names:
+            validate_topic_name(name)
+        if not names:
+            return {}
+        request = DescribeConfigsRequest(resources=[
+            DescribeConfigsResource(CONFIG_RESOURCE_TOPIC, n) for n in names])
+        response = self._any_broker_request(request)
+        out: dict[str, dict[str, str]] = {}
+        for result in response.results:
+            if result.resource_name not in names:
+                continue
+            if result.error_code:
+                raise errors.for_code(result.error_code, result.error_message
+                                      or f"describing the config of topic "
+                                         f"'{result.resource_name}'")
+            # the overrides: entries whose source is the topic's own config (not the brokers')
+            out[result.resource_name] = {e.name: e.value for e in result.configs
+                                         if e.config_source == 1 and e.value is not None}
+        missing = [n for n in names if n not in out]
+        if missing:
+            raise errors.UnknownServerError(f"no config returned for topic(s) {missing}")
+        return {n: dict(sorted(out[n].items())) for n in names}
+
+    def _any_broker_request(self, request):
+        """Send ``request`` to the controller or, failing that, to any live broker; retriable
+        failures move on to the next broker until the request timeout."""
+        self._check_open()
+        deadline = time.monotonic() + self.request_timeout_ms / 1000
+        last: KafkaError | None = None
+        while True:
+            snap = self._cluster.maybe_refresh()
+            if not snap.brokers:
+                snap = self._cluster.refresh()
+            order = sorted(snap.brokers, key=lambda b: (b != snap.controller_id, b))
+            for node in order:
+                try:
+                    return self._pool.get(node).request(request)
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    last = exc
+                    self._pool.drop(node)
+            self._cluster.request_update()
+            if time.monotonic() >= deadline:
+                raise last or errors.NoBrokersAvailableError("the cluster reports no live "
+                                                             "brokers")
+            time.sleep(self._retry_backoff)
 
     def describe_cluster(self) -> ClusterDescription:
         self._check_open()
@@ -573,11 +700,11 @@ class AdminClient:
                 f"offsets can only be reset while the group is inactive: stop its consumers "
                 f"first")
 
-    # topic configs and ids
+    # topic configs: read through a broker (DescribeConfigs), changed in ZooKeeper
     def describe_topic_config(self, topic: str) -> dict[str, str]:
-        """The topic's config overrides (``/config/topics/<t>``); {} when it has none."""
-        self._zk_assignments([topic])
-        return dict(sorted(self._zk().get_topic_config(topic).items()))
+        """The topic's config overrides (``/config/topics/<t>``, read by a broker: see
+        ``describe_topic_configs``); {} when it has none."""
+        return self.describe_topic_configs([topic])[topic]
 
     def alter_topic_config(self, topic: str, configs: dict) -> dict[str, str]:
         """Set (value) or remove (None) topic config overrides, validated against the topic
@@ -599,12 +726,6 @@ class AdminClient:
         TopicConfig.from_dict(merged)
         zk.set_topic_config(topic, merged)
         return dict(sorted(merged.items()))
-
-    def topic_ids(self, topics: Iterable[str] | None = None) -> dict[str, str | None]:
-        """``{topic: topic id}`` from ``/brokers/topics/<t>`` (every topic when None)."""
-        zk = self._zk()
-        found = zk.get_topic_assignments(None if topics is None else list(topics))
-        return {t: a.topic_id for t, a in found.items()}
 
     def list_topics_marked_for_deletion(self) -> list[str]:
         """Topics waiting for the controller to delete them (``/admin/delete_topics``)."""
@@ -747,6 +868,50 @@ class AdminClient:
             ) from None
         return {TopicPartition(t, p): list(r) for (t, p), r in sorted(pending.items())}
 
+
+    # --- configs and DeleteRecords (kafkalite.client.admin_configs) ---------------------------
+    def describe_configs(self, config_resources, include_synonyms: bool = False,
+                         include_documentation: bool = False, raise_on_error: bool = True
+                         ) -> dict:
+        """``{ConfigResource(type, name): {config name: ConfigEntry}}`` for each
+        ``ConfigResource(type, name, configs=None | [names])`` (types TOPIC, BROKER,
+        BROKER_LOGGER); a broker's resource is asked of that broker. Every config with its
+        value and source (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...);
+        ``include_synonyms`` adds where the value comes from, most specific first."""
+        from kafkalite.client import admin_configs
+
+        return admin_configs.describe_configs(self, config_resources, include_synonyms,
+                                              include_documentation, raise_on_error)
+
+    def alter_configs(self, config_resources, validate_only: bool = False,
+                      raise_on_error: bool = True) -> dict:
+        """Kafka's (legacy) AlterConfigs: each ``ConfigResource(TOPIC, t, {name: value})``'s
+        configs REPLACE the topic's overrides. ``{ConfigResource: None | KafkaError}``."""
+        from kafkalite.client import admin_configs
+
+        return admin_configs.alter_configs(self, config_resources, validate_only,
+                                           raise_on_error)
+
+    def incremental_alter_configs(self, configs: dict, validate_only: bool = False,
+                                  raise_on_error: bool = True) -> dict:
+        """``{ConfigResource: [AlterConfigOp(name, "SET"|"DELETE"|"APPEND"|"SUBTRACT",
+        value)]}``: change single keys (APPEND/SUBTRACT for list configs such as
+        cleanup.policy). ``{ConfigResource: None | KafkaError}``."""
+        from kafkalite.client import admin_configs
+
+        return admin_configs.incremental_alter_configs(self, configs, validate_only,
+                                                       raise_on_error)
+
+    def delete_records(self, records_to_delete: dict, timeout_ms: int | None = None,
+                       raise_on_error: bool = True) -> dict:
+        """Delete every record below ``{TopicPartition: offset}`` (-1: the high watermark),
+        answered by the leaders once every live replica's log start offset moved (up to
+        ``timeout_ms``). ``{TopicPartition: low watermark}`` (a KafkaError where one failed,
+        raised by default: e.g. OffsetOutOfRangeError above the high watermark)."""
+        from kafkalite.client import admin_configs
+
+        return admin_configs.delete_records(self, records_to_delete, timeout_ms,
+                                            raise_on_error)
 
 class ConsumerGroupPartition(NamedTuple):
     """One row of ``AdminClient.describe_consumer_group`` (Kafka's describe columns); None

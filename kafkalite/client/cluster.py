@@ -85,19 +85,21 @@ def bootstrap_source(value) -> BootstrapSource:
 
 
 class ClusterSnapshot:
-    """One Metadata answer, frozen. ``topics`` maps name -> {partition: PartitionMetadata}."""
+    """One Metadata answer, frozen. ``topics`` maps name -> {partition: PartitionMetadata};
+    ``topic_ids`` name -> topic id (base64url, as in ZooKeeper) for topics the broker knows one."""
 
     __slots__ = ("brokers", "controller_id", "cluster_id", "topics", "topic_errors",
-                 "partition_ids", "available", "created")
+                 "topic_ids", "partition_ids", "available", "created")
 
     def __init__(self, brokers: dict[int, BrokerMetadata], controller_id: int,
                  cluster_id: str | None, topics: dict[str, dict[int, PartitionMetadata]],
-                 topic_errors: dict[str, int]):
+                 topic_errors: dict[str, int], topic_ids: dict[str, str] | None = None):
         self.brokers = brokers
         self.controller_id = controller_id
         self.cluster_id = cluster_id
         self.topics = topics
         self.topic_errors = topic_errors
+        self.topic_ids = topic_ids if topic_ids is not None else {}
         # sorted partition ids per topic, and those with a live leader (for the partitioner)
         self.partition_ids = {t: sorted(ps) for t, ps in topics.items()}
         self.available = {t: [p for p in sorted(ps) if ps[p].leader in brokers]
@@ -273,21 +275,28 @@ class ClusterMetadata:
         if requested is None:
             topics: dict[str, dict[int, PartitionMetadata]] = {}
             topic_errors: dict[str, int] = {}
+            topic_ids: dict[str, str] = {}
         else:
             topics = dict(old.topics)
             topic_errors = dict(old.topic_errors)
+            topic_ids = dict(old.topic_ids)
         for t in response.topics:
             topic_errors[t.name] = t.error_code
             if t.error_code and not t.partitions:
                 topics.pop(t.name, None)
+                topic_ids.pop(t.name, None)
                 continue
+            if t.topic_id:
+                topic_ids[t.name] = t.topic_id
+            else:
+                topic_ids.pop(t.name, None)
             topics[t.name] = {
                 p.partition: PartitionMetadata(t.name, p.partition, p.leader, p.leader_epoch,
                                                tuple(p.replicas), tuple(p.isr),
                                                tuple(p.offline_replicas), p.error_code)
                 for p in t.partitions}
         return ClusterSnapshot(brokers, response.controller_id, response.cluster_id, topics,
-                               topic_errors)
+                               topic_errors, topic_ids)
 
     # --- queries (lock-free reads of the current snapshot) ----------------------------------
     @property

@@ -101,6 +101,18 @@ class NewTopic(NamedTuple):
     topic_configs: dict[str, str] | None = None
 
 
+class NewPartitions(NamedTuple):
+    """Partitions to add to a topic, for ``AdminClient.create_partitions`` (kafka-python's name).
+
+    ``total_count`` is the topic's new number of partitions (more than it has). ``new_assignments``
+    optionally gives one broker-id list per ADDED partition, in partition order (the first
+    broker is that partition's preferred leader); None lets the brokers spread them.
+    """
+
+    total_count: int
+    new_assignments: list[list[int]] | None = None
+
+
 class PartitionDescription(NamedTuple):
     partition: int
     leader: int                       # -1 when no leader is elected
@@ -115,6 +127,7 @@ class TopicDescription(NamedTuple):
     name: str
     partitions: list[PartitionDescription]
     error_code: int = 0
+    topic_id: str | None = None       # base64url, as in ZooKeeper; None when the broker has none
 
 
 class ClusterDescription(NamedTuple):

@@ -26,6 +26,7 @@ from zk_schema.topics import PartitionState as ZkPartitionState
 from kafkalite import errors
 from kafkalite.controller import election
 from kafkalite.controller.channel_manager import ControllerChannelManager
+from kafkalite.controller.partition_modifications import PartitionModifications
 from kafkalite.controller.state_machines import PartitionState as PS, StateTable
 from kafkalite.protocol import messages as m
 from kafkalite.zk.errors import ControllerMovedError, ZkBadVersionError, ZooKeeperError
@@ -87,6 +88,7 @@ class Controller:
         self._watches: list = []
         self._stopped = False
         self._rebalance_loop = None
+        self.partition_modifications = PartitionModifications(self)
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -182,6 +184,7 @@ class Controller:
         for watch in self._watches:
             watch.cancel()
         self._watches = []
+        self.partition_modifications.close()
         if self.channels is not None:
             self.channels.close()
             self.channels = None
@@ -210,6 +213,7 @@ class Controller:
                 path, self._enqueue_from_watch(handler))
             self._watches.append(watch)
         yield self._load_context()
+        yield self.partition_modifications.watch(list(self.context.assignments))
         live = sorted(self.context.live_brokers)
         log.info("controller: %d live broker(s) %s, %d topic(s)", len(live), live,
                  len(self.context.assignments))
@@ -422,6 +426,7 @@ class Controller:
             if cls is m.UpdateMetadataPartitionState:
                 common["offline_replicas"] = [b for b in replicas
                                               if b not in self.context.live_brokers]
+                common["topic_id"] = self.context.topic_ids.get(tp[0])
             entries.append(cls(**common))
         return entries
 
@@ -559,7 +564,14 @@ class Controller:
             self.context.topic_ids[topic] = assignment.topic_id
             new_tps += self.context.partitions(topic)
             yield self._load_unclean_override(self.context, topic)
+        yield self.partition_modifications.watch(list(assignments))
         log.info("controller: new topic(s) %s, %d partition(s)", new_topics, len(new_tps))
+        yield self._on_new_partition_creation(new_tps)
+
+    @defer.inlineCallbacks
+    def _on_new_partition_creation(self, new_tps):
+        """A new topic's partitions, or partitions added to a topic: New -> Online with a leader,
+        then LeaderAndIsr to their replicas and UpdateMetadata to every broker."""
         for tp in new_tps:
             self.partition_states.transition(tp, PS.NEW)
         existing = yield self.tzk.get_partition_states(new_tps)
@@ -570,6 +582,7 @@ class Controller:
         self._send_update_metadata(live, changed or new_tps)
 
     def _forget_topic(self, topic: str) -> None:
+        self.partition_modifications.unwatch(topic)
         for tp in self.context.partitions(topic):
             self.context.states.pop(tp, None)
             self.partition_states.remove(tp)

@@ -416,6 +416,7 @@ class MetadataTopic(NamedTuple):
     error_code: Int16
     name: str
     partitions: list[MetadataPartition]
+    topic_id: str | None = None      # base64url, as in /brokers/topics/<t>; None if unknown
 
 
 @_message(ApiKey.METADATA)
@@ -682,6 +683,7 @@ class UpdateMetadataPartitionState(NamedTuple):
     zk_version: Int32
     replicas: list[Int32]
     offline_replicas: list[Int32]
+    topic_id: str | None = None      # the topic's id (/brokers/topics/<t>), served in Metadata
 
 
 class UpdateMetadataBroker(NamedTuple):
@@ -865,6 +867,220 @@ class OffsetForLeaderEpochResponse(Response):
 
 
 # ================================================================================================
+# DescribeConfigs (32)
+# ================================================================================================
+
+CONFIG_RESOURCE_TOPIC = 2            # Kafka's ConfigResource.Type codes
+CONFIG_RESOURCE_BROKER = 4
+
+
+class DescribeConfigsResource(NamedTuple):
+    resource_type: Int8
+    resource_name: str
+    config_names: list[str] | None = None     # None = every config of the resource
+
+
+class DescribeConfigsSynonym(NamedTuple):
+    name: str
+    value: str | None
+    source: Int8                               # Kafka's ConfigSource, as config_source
+
+
+class DescribeConfigsEntry(NamedTuple):
+    name: str
+    value: str | None
+    read_only: bool = False
+    is_default: bool = False                   # config_source == 5 (DEFAULT_CONFIG)
+    is_sensitive: bool = False
+    config_source: Int8 = -1                   # Kafka's ConfigSource: 1 topic override,
+                                               # 4 server.properties, 5 default, 6 logger
+    synonyms: list[DescribeConfigsSynonym] = []   # with include_synonyms, most specific first
+    config_type: Int8 = 0                      # Kafka's ConfigType: 1 boolean .. 9 password
+    documentation: str | None = None           # with include_documentation
+
+
+class DescribeConfigsResult(NamedTuple):
+    error_code: Int16
+    error_message: str | None
+    resource_type: Int8
+    resource_name: str
+    configs: list[DescribeConfigsEntry]
+
+
+@_message(ApiKey.DESCRIBE_CONFIGS)
+class DescribeConfigsRequest(Request):
+    resources: list[DescribeConfigsResource] = field(default_factory=list)
+    include_synonyms: bool = False
+    include_documentation: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return DescribeConfigsResponse(results=[
+            DescribeConfigsResult(error_code, error_message, r.resource_type, r.resource_name, [])
+            for r in self.resources])
+
+
+@_message(ApiKey.DESCRIBE_CONFIGS)
+class DescribeConfigsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    results: list[DescribeConfigsResult] = field(default_factory=list)
+
+
+# ================================================================================================
+# CreatePartitions (37)
+# ================================================================================================
+
+
+class CreatePartitionsTopic(NamedTuple):
+    name: str
+    count: Int32                               # the new total number of partitions
+    assignments: list[list[Int32]] | None      # one broker-id list per added partition; None =
+                                               # let the broker choose
+
+
+class CreatePartitionsTopicResult(NamedTuple):
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@_message(ApiKey.CREATE_PARTITIONS)
+class CreatePartitionsRequest(Request):
+    topics: list[CreatePartitionsTopic] = field(default_factory=list)
+    timeout_ms: Int32 = 30000
+    validate_only: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return CreatePartitionsResponse(results=[
+            CreatePartitionsTopicResult(t.name, error_code, error_message) for t in self.topics])
+
+
+@_message(ApiKey.CREATE_PARTITIONS)
+class CreatePartitionsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+
+
+# ================================================================================================
+# AlterConfigs (33) and IncrementalAlterConfigs (44)
+# ================================================================================================
+
+CONFIG_RESOURCE_BROKER_LOGGER = 8
+CONFIG_OP_SET = 0                    # Kafka's AlterConfigOp.OpType
+CONFIG_OP_DELETE = 1
+CONFIG_OP_APPEND = 2
+CONFIG_OP_SUBTRACT = 3
+
+
+class AlterableConfig(NamedTuple):
+    name: str
+    value: str | None
+
+
+class AlterConfigsResource(NamedTuple):
+    resource_type: Int8
+    resource_name: str
+    configs: list[AlterableConfig]             # a topic's complete new set of overrides
+
+
+class AlterConfigsResourceResponse(NamedTuple):
+    error_code: Int16
+    error_message: str | None
+    resource_type: Int8
+    resource_name: str
+
+
+@_message(ApiKey.ALTER_CONFIGS)
+class AlterConfigsRequest(Request):
+    resources: list[AlterConfigsResource] = field(default_factory=list)
+    validate_only: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return AlterConfigsResponse(responses=[
+            AlterConfigsResourceResponse(error_code, error_message, r.resource_type,
+                                         r.resource_name) for r in self.resources])
+
+
+@_message(ApiKey.ALTER_CONFIGS)
+class AlterConfigsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+
+class AlterableConfigOp(NamedTuple):
+    name: str
+    config_operation: Int8                     # CONFIG_OP_SET / _DELETE / _APPEND / _SUBTRACT
+    value: str | None
+
+
+class IncrementalAlterConfigsResource(NamedTuple):
+    resource_type: Int8
+    resource_name: str
+    configs: list[AlterableConfigOp]
+
+
+@_message(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+class IncrementalAlterConfigsRequest(Request):
+    resources: list[IncrementalAlterConfigsResource] = field(default_factory=list)
+    validate_only: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return IncrementalAlterConfigsResponse(responses=[
+            AlterConfigsResourceResponse(error_code, error_message, r.resource_type,
+                                         r.resource_name) for r in self.resources])
+
+
+@_message(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+class IncrementalAlterConfigsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+
+# ================================================================================================
+# DeleteRecords (21)
+# ================================================================================================
+
+
+class DeleteRecordsPartition(NamedTuple):
+    partition: Int32
+    offset: Int64                              # delete everything below; -1 = the high watermark
+
+
+class DeleteRecordsTopic(NamedTuple):
+    topic: str
+    partitions: list[DeleteRecordsPartition]
+
+
+class DeleteRecordsPartitionResult(NamedTuple):
+    partition: Int32
+    low_watermark: Int64                       # -1 with an error
+    error_code: Int16
+
+
+class DeleteRecordsTopicResult(NamedTuple):
+    topic: str
+    partitions: list[DeleteRecordsPartitionResult]
+
+
+@_message(ApiKey.DELETE_RECORDS)
+class DeleteRecordsRequest(Request):
+    topics: list[DeleteRecordsTopic] = field(default_factory=list)
+    timeout_ms: Int32 = 30000
+
+    def error_response(self, error_code, error_message=None):
+        return DeleteRecordsResponse(topics=[
+            DeleteRecordsTopicResult(t.topic, [DeleteRecordsPartitionResult(p.partition, -1,
+                                                                            error_code)
+                                               for p in t.partitions])
+            for t in self.topics])
+
+
+@_message(ApiKey.DELETE_RECORDS)
+class DeleteRecordsResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+
+
+# ================================================================================================
 # The request-level error body (not tied to an API)
 # ================================================================================================
 
@@ -918,6 +1134,11 @@ _PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
     (DeleteTopicsRequest, DeleteTopicsResponse),
     (InitProducerIdRequest, InitProducerIdResponse),
     (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    (DescribeConfigsRequest, DescribeConfigsResponse),
+    (CreatePartitionsRequest, CreatePartitionsResponse),
+    (AlterConfigsRequest, AlterConfigsResponse),
+    (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    (DeleteRecordsRequest, DeleteRecordsResponse),
 )
 
 REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}

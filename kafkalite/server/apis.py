@@ -17,6 +17,8 @@ from kafkalite.controller.assignment import assign_replicas, validate_assignment
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.server import native_admin_apis
+from kafkalite.server.partition_admin import create_partitions
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
 
@@ -60,6 +62,11 @@ class KafkaApis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records,
         }
 
     # --- connection bookkeeping (for metrics and clean shutdown) ---------------------------------
@@ -173,6 +180,22 @@ class KafkaApis:
         operation = _DelayedMetadataCondition(timeout_ms, predicate, on_done)
         return self.metadata_waiters.try_complete_else_watch(operation, ["metadata"])
 
+    # --- configs --------------------------------------------------------------------------------
+    def handle_describe_configs(self, request: m.DescribeConfigsRequest):
+        """Topic, broker and broker-logger configs with Kafka's sources and synonyms
+        (server.config_admin); topic overrides are read from ``/config/topics/<t>``."""
+        return native_admin_apis.describe_configs(self.broker, request)
+
+    def handle_alter_configs(self, request: m.AlterConfigsRequest):
+        return native_admin_apis.alter_configs(self.broker, request)
+
+    def handle_incremental_alter_configs(self, request: m.IncrementalAlterConfigsRequest):
+        return native_admin_apis.incremental_alter_configs(self.broker, request)
+
+    def handle_delete_records(self, request: m.DeleteRecordsRequest):
+        """Move log start offsets forward on the leaders (server.delete_records)."""
+        return native_admin_apis.delete_records(self.broker, request)
+
     # --- admin ----------------------------------------------------------------------------------
     @defer.inlineCallbacks
     def handle_create_topics(self, request: m.CreateTopicsRequest):
@@ -249,6 +272,24 @@ class KafkaApis:
         return m.DeleteTopicsResponse(responses=[
             m.DeletableTopicResult(name, code, message)
             for name, (code, message) in results.items()])
+
+    @defer.inlineCallbacks
+    def handle_create_partitions(self, request: m.CreatePartitionsRequest):
+        """Add partitions to existing topics (kafkalite.server.partition_admin), all at once."""
+        seen: dict[str, int] = {}
+        for t in request.topics:
+            seen[t.name] = seen.get(t.name, 0) + 1
+        calls = {}
+        for t in request.topics:
+            calls[t.name] = (
+                defer.succeed((errors.InvalidRequestError.code, "Duplicate topic in request."))
+                if seen[t.name] > 1 else
+                create_partitions(self.broker, t.name, t.count, t.assignments,
+                                  request.validate_only, request.timeout_ms))
+        results = yield defer.gatherResults(list(calls.values()))
+        return m.CreatePartitionsResponse(results=[
+            m.CreatePartitionsTopicResult(name, code, message)
+            for name, (code, message) in zip(calls, results)])
 
     def handle_init_producer_id(self, request: m.InitProducerIdRequest):
         d = self.broker.allocate_producer_id()

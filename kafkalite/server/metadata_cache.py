@@ -76,6 +76,13 @@ class MetadataCache:
         return bool(parts) and all(s.leader >= 0 and s.leader in self.brokers
                                    for s in parts.values())
 
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id as the controller sent it (None if unknown)."""
+        for state in self.partitions.get(topic, {}).values():
+            if state.topic_id:
+                return state.topic_id
+        return None
+
     def topic_metadata(self, topic: str) -> m.MetadataTopic:
         parts = []
         for pid, state in sorted(self.partitions[topic].items()):
@@ -86,7 +93,7 @@ class MetadataCache:
                 leader_epoch=state.leader_epoch, replicas=list(state.replicas),
                 isr=list(state.isr),
                 offline_replicas=[b for b in state.replicas if b not in self.brokers]))
-        return m.MetadataTopic(NONE, topic, parts)
+        return m.MetadataTopic(NONE, topic, parts, self.topic_id(topic))
 
     def broker_list(self, listener_name: str | None = None) -> list[m.MetadataBroker]:
         return [m.MetadataBroker(b.id, *b.address(listener_name), b.rack)

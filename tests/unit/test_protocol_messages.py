@@ -17,6 +17,10 @@ from kafkalite.protocol import (
     ControlledShutdownResponse,
     CreatableTopic,
     CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeletableTopicResult,
@@ -71,6 +75,30 @@ from kafkalite.protocol import (
     supported_versions,
 )
 
+from kafkalite.protocol.messages import (  # noqa: E402
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+    AlterableConfig,
+    AlterableConfigOp,
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+    DeleteRecordsTopicResult,
+    DescribeConfigsEntry,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+)
+
 FAST = settings(deadline=None, max_examples=60, derandomize=True)
 
 BATCH = b"\x93\x01\x02\x03" + bytes(range(256))   # looks like msgpack: must stay opaque bytes
@@ -104,10 +132,28 @@ REQUEST_SAMPLES = [
                                 CreatableTopic("m", -1, -1, {0: [1, 2], 1: [2, 3]}, {})],
                         timeout_ms=5000, validate_only=True),
     DeleteTopicsRequest(topic_names=["a", "b"], timeout_ms=100),
+    CreatePartitionsRequest(topics=[CreatePartitionsTopic("t", 5, None),
+                                    CreatePartitionsTopic("u", 3, [[1, 2], [2, 3]])],
+                            timeout_ms=5000, validate_only=True),
     InitProducerIdRequest(),
     InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=1000),
     OffsetForLeaderEpochRequest(replica_id=2, topics=[OffsetForLeaderEpochTopic(
         "t", [OffsetForLeaderEpochPartition(0, 5, 4)])]),
+    DescribeConfigsRequest(resources=[DescribeConfigsResource(2, "t"),
+                                      DescribeConfigsResource(2, "u", ["retention.ms"])]),
+    DescribeConfigsRequest(resources=[DescribeConfigsResource(4, "1", None)],
+                           include_synonyms=True, include_documentation=True),
+    AlterConfigsRequest(resources=[AlterConfigsResource(2, "t", [AlterableConfig("a", "1"),
+                                                                 AlterableConfig("b", None)])],
+                        validate_only=True),
+    IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsResource(
+        2, "t", [AlterableConfigOp("cleanup.policy", 2, "compact"),
+                 AlterableConfigOp("retention.ms", 1, None)])]),
+    DeleteRecordsRequest(topics=[DeleteRecordsTopic("t", [DeleteRecordsPartition(0, 5),
+                                                          DeleteRecordsPartition(1, -1)])],
+                         timeout_ms=1000),
+    UpdateMetadataRequest(controller_id=1, controller_epoch=2, partition_states=[
+        UpdateMetadataPartitionState("t", 0, 2, 1, 0, [1], 0, [1], [], "AAECAwQFBgcICQoLDA0ODw")]),
 ]
 
 RESPONSE_SAMPLES = [
@@ -134,9 +180,27 @@ RESPONSE_SAMPLES = [
     ControlledShutdownResponse(error_code=0, remaining_partitions=[TopicPartition("t", 1)]),
     CreateTopicsResponse(topics=[CreatableTopicResult("t", 0), CreatableTopicResult("u", 36, "exists")]),
     DeleteTopicsResponse(responses=[DeletableTopicResult("t", 0), DeletableTopicResult("x", 3, "?")]),
+    CreatePartitionsResponse(results=[CreatePartitionsTopicResult("t", 0),
+                                      CreatePartitionsTopicResult("u", 37, "fewer")]),
     InitProducerIdResponse(error_code=0, producer_id=2**40, producer_epoch=3),
     OffsetForLeaderEpochResponse(topics=[OffsetForLeaderEpochTopicResponse("t", [
         OffsetForLeaderEpochPartitionResponse(0, 0, 4, 1234)])]),
+    DescribeConfigsResponse(results=[
+        DescribeConfigsResult(0, None, 2, "t", [DescribeConfigsEntry("retention.ms", "60000"),
+                                                DescribeConfigsEntry("x", None, True, True, True)]),
+        DescribeConfigsResult(3, "no such topic", 2, "u", [])]),
+    DescribeConfigsResponse(results=[DescribeConfigsResult(0, None, 2, "t", [
+        DescribeConfigsEntry("retention.ms", "1", False, False, False, 1,
+                             [DescribeConfigsSynonym("retention.ms", "1", 1),
+                              DescribeConfigsSynonym("log.retention.hours", "168", 5)], 5,
+                             "how long")])]),
+    AlterConfigsResponse(responses=[AlterConfigsResourceResponse(0, None, 2, "t"),
+                                    AlterConfigsResourceResponse(40, "bad", 2, "u")]),
+    IncrementalAlterConfigsResponse(throttle_time_ms=1, responses=[
+        AlterConfigsResourceResponse(42, "no", 4, "1")]),
+    DeleteRecordsResponse(topics=[DeleteRecordsTopicResult("t", [
+        DeleteRecordsPartitionResult(0, 5, 0), DeleteRecordsPartitionResult(1, -1, 6)])]),
+    MetadataResponse(topics=[MetadataTopic(0, "t", [], "AAECAwQFBgcICQoLDA0ODw")]),
 ]
 
 
@@ -151,7 +215,9 @@ def test_api_keys_are_kafkas_numbers():
     expected = {"PRODUCE": 0, "FETCH": 1, "LIST_OFFSETS": 2, "METADATA": 3, "LEADER_AND_ISR": 4,
                 "STOP_REPLICA": 5, "UPDATE_METADATA": 6, "CONTROLLED_SHUTDOWN": 7,
                 "API_VERSIONS": 18, "CREATE_TOPICS": 19, "DELETE_TOPICS": 20,
-                "INIT_PRODUCER_ID": 22, "OFFSET_FOR_LEADER_EPOCH": 23}
+                "INIT_PRODUCER_ID": 22, "OFFSET_FOR_LEADER_EPOCH": 23, "DESCRIBE_CONFIGS": 32,
+                "CREATE_PARTITIONS": 37, "DELETE_RECORDS": 21, "ALTER_CONFIGS": 33,
+                "INCREMENTAL_ALTER_CONFIGS": 44}
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 
