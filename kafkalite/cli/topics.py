@@ -17,12 +17,11 @@ ZooKeeper holds needs ``--zookeeper``:
 
 * topics marked for deletion (``/admin/delete_topics``): shown (``- marked for deletion``,
   ``MarkedForDeletion: true``) only when ZooKeeper was chosen, as Kafka's tool shows them only
-  with ``--zookeeper``; brokers drop a topic from Metadata once its deletion starts;
-* ``--alter --config`` / ``--delete-config`` write ``/config/topics/<t>``: refused without
-  ``--zookeeper`` (Kafka 2.x's kafka-topics refuses it with ``--bootstrap-server`` too).
+  with ``--zookeeper``; brokers drop a topic from Metadata once its deletion starts.
 
-With neither flag, the brokers at 127.0.0.1:9092 are asked (``--alter --config`` uses the
-ZooKeeper at 127.0.0.1:2181/kafkalite). ``--describe`` prints exactly what kafka-topics prints::
+``--alter --config`` / ``--delete-config`` write ``/config/topics/<t>`` directly with
+``--zookeeper``, and otherwise ask a broker to (IncrementalAlterConfigs), as kafka-configs does
+with ``--bootstrap-server``. With neither flag, the brokers at 127.0.0.1:9092 are asked. ``--describe`` prints exactly what kafka-topics prints::
 
     Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 2	Configs: k=v
     	Topic: t	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2
@@ -139,10 +138,6 @@ def command(ctx, create, list_, describe, alter, delete, topic, partitions, repl
     quiet_client_logs()
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
     zk = endpoints.zookeeper            # optional details (deletion marks), when chosen
-    if action == "alter" and (configs or delete_configs):
-        zk = endpoints.require_zookeeper(
-            "topics --alter --config/--delete-config",
-            "config overrides are written to /config/topics/<topic>")
     with admin_client(endpoints, zk) as admin:
         if action == "create":
             _create(admin, topic, partitions, replication_factor, replica_assignment,

@@ -712,6 +712,8 @@ class AdminClient:
         Returns the topic's overrides afterwards."""
         from kafkalite.config import TOPIC_BY_NAME, TopicConfig
 
+        if self.zookeeper is None:
+            return self._alter_topic_config_through_brokers(topic, configs)
         self._zk_assignments([topic])
         zk = self._zk()
         merged = dict(zk.get_topic_config(topic))
@@ -726,6 +728,16 @@ class AdminClient:
         TopicConfig.from_dict(merged)
         zk.set_topic_config(topic, merged)
         return dict(sorted(merged.items()))
+
+    def _alter_topic_config_through_brokers(self, topic: str, configs: dict) -> dict[str, str]:
+        """IncrementalAlterConfigs SET/DELETE on a broker, which writes /config/topics/<t>
+        itself: the way Kafka's tools alter configs with only --bootstrap-server."""
+        from kafkalite.client.admin_configs import AlterConfigOp, ConfigResource
+
+        ops = [AlterConfigOp(str(k), "DELETE" if v is None else "SET",
+                             None if v is None else str(v)) for k, v in configs.items()]
+        self.incremental_alter_configs({ConfigResource("TOPIC", topic): ops})
+        return self.describe_topic_config(topic)
 
     def list_topics_marked_for_deletion(self) -> list[str]:
         """Topics waiting for the controller to delete them (``/admin/delete_topics``)."""

@@ -107,7 +107,7 @@ class KafkaProtocolApis:
             "controller_id": native.controller_id,
             "cluster_authorized_operations": _NO_OPERATIONS,
             "topics": [{
-                "error_code": t.error_code, "name": t.name, "topic_id": None,
+                "error_code": t.error_code, "name": t.name, "topic_id": t.topic_id,
                 "is_internal": t.name.startswith("__"),
                 "topic_authorized_operations": _NO_OPERATIONS,
                 "partitions": [{

@@ -142,13 +142,16 @@ def test_topics_with_bootstrap_server_only(two_brokers, zk_client, no_zookeeper,
     code, _, err = run(capsys, "topics", "--create", "--topic", "orders", "--partitions", "1", *bs)
     assert code == 1 and "already exists" in err
 
-    # changing configs writes ZooKeeper: refused, naming the flag (the env's ZooKeeper is unset)
+    # changing configs: a broker writes ZooKeeper for us (IncrementalAlterConfigs), and every
+    # broker serves the new override (the env's ZooKeeper is unset)
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("KAFKALITE_ZOOKEEPER")
         code, out, err = run(capsys, "topics", "--alter", "--topic", "orders", "--config",
-                             "retention.ms=1000", *bs)
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith("error: topics --alter --config") and "--zookeeper" in err
+                             "retention.ms=1000", "--delete-config", "cleanup.policy", *bs)
+    assert (code, out) == (0, "Updated config for topic orders.\n"), err
+    wait_for(lambda: "Configs: retention.ms=1000\n" in run(
+        capsys, "topics", "--describe", "--topic", "orders", *bs)[1],
+             what="the altered override in --describe")
 
     code, out, err = run(capsys, "topics", "--delete", "--topic", "events", *bs)
     assert code == 0 and out in ("Deleted topic events.\n",
