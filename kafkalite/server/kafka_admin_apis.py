@@ -113,7 +113,7 @@ def delete_records(broker, request, version):
 
     offsets = {(t.name, p.partition_index): p.offset
                for t in request.topics for p in t.partitions}
-    d = defer.maybeDeferred(delete, broker, offsets, millis(request.timeout))
+    d = defer.maybeDeferred(delete, broker, offsets, max(0, millis(request.timeout)))
 
     def answer(results):
         topics: dict[str, list] = {}

@@ -14,8 +14,10 @@ decoder for bad bytes. Trailing bytes after a complete body are not an error (Ka
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
+import typing
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -82,6 +84,7 @@ def decode_request(payload) -> tuple[KafkaRequestHeader, Any]:
     cls = request_class(api_key, api_version)
     header_cls = cls.__header_schema__
     view = memoryview(payload)
+    _check_structure(header_cls, cls, view, api_key, api_version)
     try:
         header, offset = _reader(header_cls)(view, 0)
         body, size = _reader(cls)(view, offset)
@@ -92,6 +95,164 @@ def decode_request(payload) -> tuple[KafkaRequestHeader, Any]:
     # Bytes after the body are ignored, as Kafka's parser ignores them: librdkafka 2.x sends
     # three extra bytes with its all-topics Metadata v11 request.
     return KafkaRequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
+
+
+# --- array counts, checked before kio reads them --------------------------------------------
+# kio's native reader sizes a compact array's list from the declared element count before it
+# reads a single element, so a few bytes declaring ~2**32 elements make it ask for tens of GB:
+# the allocation fails and Rust aborts the whole broker process (not an exception). And kio
+# reads a null array (count -1, or compact 0) as None even where the schema says the array is
+# not nullable, which Kafka refuses ("non-nullable field ... was serialized as null") and the
+# handlers do not expect. So the frame's structure is walked here first: an array declaring
+# more elements than bytes remain -- every element takes at least one byte -- or a null where
+# null is not allowed is refused as the invalid request it is.
+
+_FIXED_WIDTH = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "error_code": 2,
+                "int32": 4, "uint32": 4, "timedelta_i32": 4, "int64": 8, "uint64": 8,
+                "float64": 8, "timedelta_i64": 8, "datetime_i64": 8, "uuid": 16}
+_OP_FIXED, _OP_VARLEN, _OP_LEN16, _OP_LEN32, _OP_ARRAY, _OP_CARRAY, _OP_ENTITY, _OP_NENTITY = \
+    range(8)
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _uvarint(view, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(view):
+            raise _Truncated
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise InvalidRequestError("a varint is longer than 5 bytes")
+
+
+def _primitive_op(kafka_type: str, flexible: bool, legacy_string: bool) -> tuple:
+    if kafka_type in _FIXED_WIDTH:
+        return (_OP_FIXED, _FIXED_WIDTH[kafka_type])
+    if kafka_type == "string":
+        return (_OP_VARLEN,) if flexible and not legacy_string else (_OP_LEN16,)
+    if kafka_type in ("bytes", "records"):
+        return (_OP_VARLEN,) if flexible else (_OP_LEN32,)
+    raise TypeError(f"no layout for kafka_type {kafka_type!r}")
+
+
+@lru_cache(maxsize=None)
+def _layout(cls: type) -> tuple[tuple, dict | None]:
+    """(ops for the untagged fields in wire order, {tag: op} or None when not flexible)."""
+    flexible = cls.__flexible__
+    hints = typing.get_type_hints(cls)
+    ops, tagged = [], {}
+    for f in dataclasses.fields(cls):
+        annotation, optional = hints[f.name], False
+        if typing.get_origin(annotation) in (typing.Union, type(int | None)):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation, optional = args[0], True
+        if typing.get_origin(annotation) is tuple:
+            inner = typing.get_args(annotation)[0]
+            item = ((_OP_ENTITY, inner) if dataclasses.is_dataclass(inner) else
+                    _primitive_op(f.metadata["kafka_type"], flexible, False))
+            op = (_OP_CARRAY if flexible else _OP_ARRAY, item, optional, f.name)
+        elif dataclasses.is_dataclass(annotation):
+            op = (_OP_NENTITY if optional else _OP_ENTITY, annotation)
+        else:
+            op = _primitive_op(f.metadata["kafka_type"], flexible,
+                               cls.__name__ == "RequestHeader" and f.name == "client_id")
+        if "tag" in f.metadata:
+            tagged[f.metadata["tag"]] = op
+        elif op[0] == _OP_FIXED and ops and ops[-1][0] == _OP_FIXED:
+            ops[-1] = (_OP_FIXED, ops[-1][1] + op[1])    # one step over adjacent fixed fields
+        else:
+            ops.append(op)
+    return tuple(ops), (tagged if flexible else None)
+
+
+def _walk_entity(cls: type, view, pos: int) -> int:
+    ops, tagged = _layout(cls)
+    for op in ops:
+        pos = _walk(op, view, pos)
+    if tagged is not None:
+        if pos < len(view) and view[pos] == 0:     # the usual case: no tagged fields
+            return pos + 1
+        count, pos = _uvarint(view, pos)
+        for _ in range(count):
+            tag, pos = _uvarint(view, pos)
+            size, pos = _uvarint(view, pos)
+            end = pos + size
+            if end > len(view):
+                raise _Truncated
+            if tag in tagged:
+                _walk(tagged[tag], view[:end], pos)
+            pos = end
+    return pos
+
+
+def _walk(op: tuple, view, pos: int) -> int:
+    kind = op[0]
+    if kind == _OP_FIXED:
+        pos += op[1]
+    elif kind == _OP_VARLEN:
+        length, pos = _uvarint(view, pos)
+        pos += max(0, length - 1)
+    elif kind == _OP_LEN16 or kind == _OP_LEN32:
+        width = 2 if kind == _OP_LEN16 else 4
+        if pos + width > len(view):
+            raise _Truncated
+        length = int.from_bytes(view[pos:pos + width], "big", signed=True)
+        pos += width + max(0, length)
+    elif kind == _OP_ARRAY or kind == _OP_CARRAY:
+        if kind == _OP_CARRAY:
+            count, pos = _uvarint(view, pos)
+            count -= 1
+        else:
+            if pos + 4 > len(view):
+                raise _Truncated
+            count = int.from_bytes(view[pos:pos + 4], "big", signed=True)
+            pos += 4
+        if count > len(view) - pos:
+            raise InvalidRequestError(f"array {op[3]} declares {count} elements with "
+                                      f"{len(view) - pos} bytes left in the frame")
+        if count < 0 and not op[2]:
+            raise InvalidRequestError(f"non-nullable array {op[3]} is null")
+        item = op[1]
+        if item[0] == _OP_ENTITY and _layout(item[1])[1] is None and \
+                len(_layout(item[1])[0]) == 1 and _layout(item[1])[0][0][0] == _OP_FIXED:
+            item = _layout(item[1])[0][0]        # an entity of fixed-width fields only
+        if item[0] == _OP_FIXED:
+            pos += max(0, count) * item[1]
+        else:
+            for _ in range(max(0, count)):
+                pos = _walk(item, view, pos)
+    elif kind == _OP_ENTITY:
+        pos = _walk_entity(op[1], view, pos)
+    else:  # _OP_NENTITY: an int8 marker (-1 null), then the entity
+        if pos >= len(view):
+            raise _Truncated
+        marker = view[pos]
+        pos += 1
+        if marker != 0xFF:
+            pos = _walk_entity(op[1], view, pos)
+    if pos > len(view):
+        raise _Truncated
+    return pos
+
+
+def _check_structure(header_cls: type, cls: type, view, api_key: int,
+                     api_version: int) -> None:
+    try:
+        _walk_entity(cls, view, _walk_entity(header_cls, view, 0))
+    except _Truncated:
+        raise InvalidRequestError(f"malformed {ApiKey.name_of(api_key)} v{api_version} "
+                                  f"request: truncated") from None
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"malformed {ApiKey.name_of(api_key)} v{api_version} "
+                                  f"request: {exc.message}") from None
 
 
 def _response_header(api_key: int, cls: type, correlation_id: int) -> bytes:
