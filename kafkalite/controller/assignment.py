@@ -15,12 +15,27 @@ from kafkalite.errors import (InvalidPartitionsError, InvalidReplicaAssignmentEr
                               InvalidReplicationFactorError, UnknownTopicOrPartitionError)
 
 
+#: A topic's assignment is one znode (/brokers/topics/<t>), and ZooKeeper refuses a znode above
+#: jute.maxbuffer (1 MB): at ~16 bytes a partition, 10,000 partitions stay well inside it. The
+#: cap also keeps a request for 2**30 partitions from stalling a broker's reactor.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
+
+def check_partition_count(total: int) -> None:
+    if total > MAX_PARTITIONS_PER_TOPIC:
+        raise InvalidPartitionsError(
+            f"{total} partitions is more than kafkalite allows in one topic "
+            f"({MAX_PARTITIONS_PER_TOPIC}: the assignment must fit in one ZooKeeper znode); "
+            f"use fewer partitions or more topics")
+
+
 def assign_replicas(num_partitions: int, replication_factor: int, broker_ids: list[int],
                     fixed_start_index: int = -1, start_partition_id: int = 0,
                     rng: random.Random | None = None) -> dict[int, list[int]]:
     if num_partitions <= 0:
         raise InvalidPartitionsError(f"number of partitions must be larger than 0, "
                                      f"got {num_partitions}")
+    check_partition_count(start_partition_id + num_partitions)
     if replication_factor <= 0:
         raise InvalidReplicationFactorError(
             f"replication factor must be larger than 0, got {replication_factor}")
@@ -79,6 +94,7 @@ def assign_new_partitions(topic: str, existing: Mapping[int, Sequence[int]], new
             f"{new_count}.")
     if increment == 0:
         raise InvalidPartitionsError(f"Topic already has {old_count} partitions.")
+    check_partition_count(new_count)
     brokers = sorted(set(broker_ids))
     first = list(existing[0])
     rf = len(first)

@@ -63,8 +63,9 @@ class Purgatory:
         keys = list(keys)
         for key in keys:
             self._watchers[key].append(operation)
+        # a negative timeout (a client may send one) means "do not wait", never an error
         operation._timer = self._reactor.callLater(
-            operation.timeout_ms / 1000.0, self._expire, operation, keys)
+            max(0, operation.timeout_ms) / 1000.0, self._expire, operation, keys)
         return operation.deferred
 
     def check(self, key: Hashable) -> int:

@@ -86,3 +86,14 @@ def test_refusals(existing, count, brokers, explicit, error, message):
 def test_error_codes_are_kafkas():
     assert InvalidPartitionsError.code == 37
     assert InvalidReplicaAssignmentError.code == 39
+
+
+def test_partition_counts_above_the_znode_cap_are_refused_before_any_work():
+    from kafkalite.controller.assignment import MAX_PARTITIONS_PER_TOPIC, assign_replicas
+    from kafkalite.errors import InvalidPartitionsError
+
+    assert len(assign_replicas(MAX_PARTITIONS_PER_TOPIC, 1, [1, 2, 3])) == MAX_PARTITIONS_PER_TOPIC
+    with pytest.raises(InvalidPartitionsError, match="more than kafkalite allows"):
+        assign_replicas(2**30, 3, [1, 2, 3])
+    with pytest.raises(InvalidPartitionsError, match="more than kafkalite allows"):
+        assign_new_partitions("t", {0: [1]}, MAX_PARTITIONS_PER_TOPIC + 1, [1, 2])

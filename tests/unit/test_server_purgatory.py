@@ -71,3 +71,12 @@ def test_errors_in_on_complete_reach_the_deferred():
     purgatory.try_complete_else_watch(Broken(1, {"value": 1}, 0), ["k"]).addErrback(
         failures.append)
     assert failures and failures[0].check(ValueError)
+
+
+def test_a_negative_timeout_expires_at_once_instead_of_failing():
+    clock = Clock()
+    purgatory = Purgatory("p", clock)
+    result = _results(purgatory.try_complete_else_watch(WaitFor(-5, {"value": 0}, 1), ["k"]))
+    assert result == []
+    clock.advance(0)
+    assert result == [("timed out", 0)] and purgatory.watched() == 0
