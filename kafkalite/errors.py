@@ -75,6 +75,12 @@ MessageTooLargeError = _error(10, "MESSAGE_TOO_LARGE", False,
 StaleControllerEpochError = _error(11, "STALE_CONTROLLER_EPOCH", False,
                                    "The request came from a controller with an old epoch")
 NetworkError = _error(13, "NETWORK_EXCEPTION", True, "The connection was lost")
+CoordinatorLoadInProgressError = _error(14, "COORDINATOR_LOAD_IN_PROGRESS", True,
+                                        "The coordinator is loading its groups; retry")
+CoordinatorNotAvailableError = _error(15, "COORDINATOR_NOT_AVAILABLE", True,
+                                      "The coordinator is not available")
+NotCoordinatorError = _error(16, "NOT_COORDINATOR", True,
+                             "This broker is not the coordinator of the group")
 InvalidTopicError = _error(17, "INVALID_TOPIC_EXCEPTION", False, "The topic name is not valid")
 RecordListTooLargeError = _error(18, "RECORD_LIST_TOO_LARGE", False,
                                  "The request is larger than the maximum allowed")
@@ -84,6 +90,22 @@ NotEnoughReplicasAfterAppendError = _error(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND
                                            "Appended, but the ISR shrank below min.insync.replicas")
 InvalidRequiredAcksError = _error(21, "INVALID_REQUIRED_ACKS", False,
                                   "acks must be 0, 1 or -1 (all)")
+IllegalGenerationError = _error(22, "ILLEGAL_GENERATION", False,
+                                "The generation id is not the group's current one")
+InconsistentGroupProtocolError = _error(23, "INCONSISTENT_GROUP_PROTOCOL", False,
+                                        "The member's protocol type or protocols do not match "
+                                        "the group's")
+InvalidGroupIdError = _error(24, "INVALID_GROUP_ID", False, "The group id is not valid")
+UnknownMemberIdError = _error(25, "UNKNOWN_MEMBER_ID", False,
+                              "The member id is not known to the coordinator")
+InvalidSessionTimeoutError = _error(26, "INVALID_SESSION_TIMEOUT", False,
+                                    "The session timeout is outside the broker's allowed range")
+RebalanceInProgressError = _error(27, "REBALANCE_IN_PROGRESS", False,
+                                  "The group is rebalancing; rejoin")
+InvalidCommitOffsetSizeError = _error(28, "INVALID_COMMIT_OFFSET_SIZE", False,
+                                      "The offset commit's metadata is too large")
+GroupAuthorizationFailedError = _error(30, "GROUP_AUTHORIZATION_FAILED", False,
+                                       "Not authorized to access the group")
 InvalidTimestampError = _error(32, "INVALID_TIMESTAMP", False, "A timestamp is out of range")
 UnsupportedVersionError = _error(35, "UNSUPPORTED_VERSION", False,
                                  "The broker does not support this API or version")
@@ -128,13 +150,23 @@ PreferredLeaderNotAvailableError = _error(80, "PREFERRED_LEADER_NOT_AVAILABLE", 
                                           "The preferred leader is not live or not in the ISR")
 EligibleLeadersNotAvailableError = _error(83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", True,
                                           "No live in-sync replica can become leader")
+MemberIdRequiredError = _error(79, "MEMBER_ID_REQUIRED", False,
+                               "The group requires a member id: join again with the one given")
+GroupMaxSizeReachedError = _error(81, "GROUP_MAX_SIZE_REACHED", False,
+                                  "The group has reached its maximum size (group.max.size)")
+FencedInstanceIdError = _error(82, "FENCED_INSTANCE_ID", False,
+                               "Another member with the same group.instance.id replaced this one")
 ElectionNotNeededError = _error(84, "ELECTION_NOT_NEEDED", False,
                                 "The preferred replica already leads")
 NoReassignmentInProgressError = _error(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
                                        "No reassignment is in progress for that partition")
+GroupSubscribedToTopicError = _error(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
+                                     "The group is subscribed to the topic of the offsets")
 InvalidRecordError = _error(87, "INVALID_RECORD", False, "A record failed validation")
 
 # --- client- and process-side errors (never on the wire) ---------------------------------------
+UnstableOffsetCommitError = _error(88, "UNSTABLE_OFFSET_COMMIT", True,
+                                   "There are unstable offsets for the partition")
 KafkaTimeoutError = _error(None, "KAFKA_TIMEOUT", True,
                            "Timed out waiting for the cluster")
 NoBrokersAvailableError = _error(None, "NO_BROKERS_AVAILABLE", True,
