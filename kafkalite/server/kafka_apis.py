@@ -24,11 +24,11 @@ from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka.entities import millis
 from kafkalite.protocol.kafka.versions import supported_versions
 from kafkalite.server import kafka_admin_apis as admin
+from kafkalite.server import kafka_group_apis as groups
 
 log = logging.getLogger(__name__)
 
 _NO_OPERATIONS = -(1 << 31)   # "authorized operations not requested"
-_COORDINATOR_NOT_AVAILABLE = 15
 
 
 def _then(result, convert):
@@ -63,6 +63,16 @@ class KafkaProtocolApis:
             ApiKey.DELETE_TOPICS: self.delete_topics,
             60: self.describe_cluster,
             10: self.find_coordinator,
+            11: self.join_group,
+            14: lambda r, v, c: groups.sync_group(self.broker, r, v, c),
+            12: lambda r, v, c: groups.heartbeat(self.broker, r, v, c),
+            13: lambda r, v, c: groups.leave_group(self.broker, r, v, c),
+            8: lambda r, v, c: groups.offset_commit(self.broker, r, v, c),
+            9: lambda r, v, c: groups.offset_fetch(self.broker, r, v, c),
+            15: lambda r, v, c: groups.describe_groups(self.broker, r, v, c),
+            16: lambda r, v, c: groups.list_groups(self.broker, r, v, c),
+            42: lambda r, v, c: groups.delete_groups(self.broker, r, v, c),
+            47: lambda r, v, c: groups.offset_delete(self.broker, r, v, c),
             37: lambda r, v, c: admin.create_partitions(self.broker, r, v),
             32: lambda r, v, c: admin.describe_configs(self.broker, r, v),
             33: lambda r, v, c: admin.alter_configs(self.broker, r, v),
@@ -128,13 +138,12 @@ class KafkaProtocolApis:
                              "rack": b.rack} for b in brokers]}
 
     def find_coordinator(self, request, version, connection):
-        """No group or transaction coordinator yet (DESIGN.md section 9): every key gets
-        COORDINATOR_NOT_AVAILABLE, which clients retry. The API is advertised anyway, because
-        librdkafka compresses with LZ4 only for brokers that list it (see
-        ``protocol.kafka.versions``)."""
-        return {"throttle_time": 0, "error_code": _COORDINATOR_NOT_AVAILABLE,
-                "error_message": "kafkalite has no group coordinator yet",
-                "node_id": -1, "host": "", "port": -1}
+        return groups.find_coordinator(self.broker, request, version, connection,
+                                       self._listener(connection))
+
+    def join_group(self, request, version, connection):
+        return groups.join_group(self.broker, request, version, connection,
+                                 getattr(connection, "client_id", None))
 
     # --- data path -----------------------------------------------------------------------------
     def produce(self, request, version, connection):

@@ -59,6 +59,7 @@ class BrokerProtocol(KafkaWireProtocol):
         self.handler = handler
         self.kafka_handler = kafka_handler
         self.protocol_name: str | None = None
+        self.client_id: str | None = None
         self._slots: deque[_Slot] = deque()
 
     def connectionMade(self) -> None:
@@ -113,6 +114,7 @@ class BrokerProtocol(KafkaWireProtocol):
         if api_key == ApiKey.PRODUCE and request.acks == 0:
             self._kafka_without_response(header, request)
             return
+        self.client_id = header.client_id   # JoinGroup records it for DescribeGroups
         slot = _Slot(correlation_id)
         self._slots.append(slot)
         try:

@@ -200,7 +200,7 @@ def test_peek_header_reads_the_fixed_start_of_any_version():
 
 
 @pytest.mark.parametrize("api_key,version", [(18, 4), (18, -1), (3, 12), (0, 2), (1, 3),
-                                             (99, 0), (-1, 0), (4, 0), (8, 3)])
+                                             (99, 0), (-1, 0), (4, 0), (8, 9), (47, 1)])
 def test_unsupported_api_or_version_is_an_invalid_request(api_key, version):
     assert not is_supported(api_key, version)
     with pytest.raises(InvalidRequestError, match="not supported"):

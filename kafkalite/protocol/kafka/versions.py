@@ -2,12 +2,11 @@
 
 The maxima are Apache Kafka 2.8's client-facing set (REFERENCE.md, "Kafka 2.8 advertises"): clients
 pick, per API, the highest version both sides know, so advertising one real release's maxima
-keeps every client on a code path it was tested against. The group APIs are left out until the
-group coordinator exists, except FindCoordinator, which is answered COORDINATOR_NOT_AVAILABLE:
-librdkafka takes FindCoordinator v0 as the sign that a broker reads LZ4 batches (its LZ4 feature
-depends on that API since both came with Kafka 0.8.2), and without it sends every
-``compression.type=lz4`` batch uncompressed. SASL and ACL APIs are left out until security
-exists; broker-only APIs (LeaderAndIsr,
+keeps every client on a code path it was tested against. The group APIs are served by the
+broker's group coordinator (``kafkalite.coordinator``); librdkafka also takes FindCoordinator as
+the sign that a broker reads LZ4 batches (its LZ4 feature depends on that API, both having come
+with Kafka 0.8.2), and sends ``compression.type=lz4`` batches uncompressed to a broker without
+it. SASL and ACL APIs are left out until security exists; broker-only APIs (LeaderAndIsr,
 UpdateMetadata, StopReplica, ControlledShutdown) are never shown to clients, since brokers and the
 controller talk kafkalite's native protocol.
 
@@ -37,7 +36,17 @@ KAFKA_28_MAX_VERSIONS: dict[int, int] = {
     ApiKey.CREATE_TOPICS: 7,
     ApiKey.DELETE_TOPICS: 6,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: 4,
-    10: 3,   # FindCoordinator (COORDINATOR_NOT_AVAILABLE until the group coordinator exists)
+    10: 3,   # FindCoordinator
+    11: 7,   # JoinGroup
+    12: 4,   # Heartbeat
+    13: 4,   # LeaveGroup
+    14: 5,   # SyncGroup
+    15: 5,   # DescribeGroups
+    16: 4,   # ListGroups
+    8: 8,    # OffsetCommit
+    9: 7,    # OffsetFetch
+    42: 2,   # DeleteGroups
+    47: 0,   # OffsetDelete
     37: 3,   # CreatePartitions
     32: 4,   # DescribeConfigs
     33: 2,   # AlterConfigs
