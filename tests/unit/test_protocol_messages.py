@@ -98,6 +98,49 @@ from kafkalite.protocol.messages import (  # noqa: E402
     IncrementalAlterConfigsResource,
     IncrementalAlterConfigsResponse,
 )
+from kafkalite.protocol.messages import (  # noqa: E402
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupProtocol,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMember,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitPartition,
+    OffsetCommitPartitionResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetCommitTopicResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopic,
+    OffsetDeleteTopicResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    OffsetFetchTopicResponse,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 FAST = settings(deadline=None, max_examples=60, derandomize=True)
 
@@ -154,6 +197,30 @@ REQUEST_SAMPLES = [
                          timeout_ms=1000),
     UpdateMetadataRequest(controller_id=1, controller_epoch=2, partition_states=[
         UpdateMetadataPartitionState("t", 0, 2, 1, 0, [1], 0, [1], [], "AAECAwQFBgcICQoLDA0ODw")]),
+    FindCoordinatorRequest(key="billing"),
+    FindCoordinatorRequest(key="tx-1", key_type=1),
+    JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=300000,
+                     member_id="", group_instance_id="host-1", protocol_type="consumer",
+                     protocols=[JoinGroupProtocol("range", BATCH),
+                                JoinGroupProtocol("roundrobin", b"")]),
+    HeartbeatRequest(group_id="g", generation_id=3, member_id="m-1"),
+    LeaveGroupRequest(group_id="g", members=[LeaveGroupMember("m-1"),
+                                             LeaveGroupMember("", "host-1")]),
+    SyncGroupRequest(group_id="g", generation_id=3, member_id="m-1", protocol_type="consumer",
+                     protocol_name="range", assignments=[SyncGroupAssignment("m-1", BATCH),
+                                                         SyncGroupAssignment("m-2", b"")]),
+    SyncGroupRequest(group_id="g", generation_id=3, member_id="m-2", group_instance_id="i"),
+    DescribeGroupsRequest(groups=["g", "h"], include_authorized_operations=True),
+    ListGroupsRequest(),
+    ListGroupsRequest(states_filter=["Stable", "Empty"]),
+    OffsetCommitRequest(group_id="g", generation_id=3, member_id="m-1", retention_time_ms=-1,
+                        topics=[OffsetCommitTopic("t", [OffsetCommitPartition(0, 2**40, 4, "md"),
+                                                        OffsetCommitPartition(1, 0)])]),
+    OffsetCommitRequest(group_id="g"),
+    OffsetFetchRequest(group_id="g", topics=[OffsetFetchTopic("t", [0, 1])], require_stable=True),
+    OffsetFetchRequest(group_id="g", topics=None),
+    DeleteGroupsRequest(groups_names=["g", "h"]),
+    OffsetDeleteRequest(group_id="g", topics=[OffsetDeleteTopic("t", [0, 2])]),
 ]
 
 RESPONSE_SAMPLES = [
@@ -201,6 +268,34 @@ RESPONSE_SAMPLES = [
     DeleteRecordsResponse(topics=[DeleteRecordsTopicResult("t", [
         DeleteRecordsPartitionResult(0, 5, 0), DeleteRecordsPartitionResult(1, -1, 6)])]),
     MetadataResponse(topics=[MetadataTopic(0, "t", [], "AAECAwQFBgcICQoLDA0ODw")]),
+    FindCoordinatorResponse(error_code=0, node_id=2, host="h2", port=9093),
+    FindCoordinatorResponse(error_code=15, error_message="__consumer_offsets is being created"),
+    JoinGroupResponse(error_code=0, generation_id=4, protocol_type="consumer",
+                      protocol_name="range", leader="m-1", member_id="m-1",
+                      members=[JoinGroupMember("m-1", None, BATCH),
+                               JoinGroupMember("m-2", "host-2", b"")]),
+    JoinGroupResponse(error_code=79, member_id="m-3"),
+    HeartbeatResponse(error_code=27, throttle_time_ms=0),
+    LeaveGroupResponse(members=[LeaveGroupMemberResponse("m-1", None, 0),
+                                LeaveGroupMemberResponse("", "host-1", 25)]),
+    SyncGroupResponse(error_code=0, protocol_type="consumer", protocol_name="range",
+                      assignment=BATCH),
+    DescribeGroupsResponse(groups=[
+        DescribedGroup(0, "g", "Stable", "consumer", "range",
+                       [DescribedGroupMember("m-1", None, "c1", "/10.0.0.1", BATCH, b"")]),
+        DescribedGroup(0, "h", "Dead", "", "", [], 0)]),
+    ListGroupsResponse(groups=[ListedGroup("g", "consumer", "Stable"),
+                               ListedGroup("e", "", "Empty")]),
+    ListGroupsResponse(error_code=14),
+    OffsetCommitResponse(topics=[OffsetCommitTopicResponse("t", [
+        OffsetCommitPartitionResponse(0, 0), OffsetCommitPartitionResponse(1, 22)])]),
+    OffsetFetchResponse(topics=[OffsetFetchTopicResponse("t", [
+        OffsetFetchPartitionResponse(0, 42, 3, "md", 0),
+        OffsetFetchPartitionResponse(1, -1, -1, None, 0)])]),
+    OffsetFetchResponse(error_code=16),
+    DeleteGroupsResponse(results=[DeletableGroupResult("g", 0), DeletableGroupResult("h", 68)]),
+    OffsetDeleteResponse(error_code=0, topics=[OffsetDeleteTopicResponse("t", [
+        OffsetDeletePartitionResponse(0, 0), OffsetDeletePartitionResponse(2, 86)])]),
 ]
 
 
@@ -217,7 +312,10 @@ def test_api_keys_are_kafkas_numbers():
                 "API_VERSIONS": 18, "CREATE_TOPICS": 19, "DELETE_TOPICS": 20,
                 "INIT_PRODUCER_ID": 22, "OFFSET_FOR_LEADER_EPOCH": 23, "DESCRIBE_CONFIGS": 32,
                 "CREATE_PARTITIONS": 37, "DELETE_RECORDS": 21, "ALTER_CONFIGS": 33,
-                "INCREMENTAL_ALTER_CONFIGS": 44}
+                "INCREMENTAL_ALTER_CONFIGS": 44, "OFFSET_COMMIT": 8, "OFFSET_FETCH": 9,
+                "FIND_COORDINATOR": 10, "JOIN_GROUP": 11, "HEARTBEAT": 12, "LEAVE_GROUP": 13,
+                "SYNC_GROUP": 14, "DESCRIBE_GROUPS": 15, "LIST_GROUPS": 16, "DELETE_GROUPS": 42,
+                "OFFSET_DELETE": 47}
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 
