@@ -277,6 +277,34 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("request.timeout.ms", "int", 30000, "request timeout", at_least(1)),
     ConfigDef("group.initial.rebalance.delay.ms", "int", 3000, "debounce of the first "
               "rebalance", at_least(0)),
+    # --- group coordinator and __consumer_offsets (Kafka's names and defaults) ----------------
+    ConfigDef("group.min.session.timeout.ms", "int", 6000, "the shortest session timeout a "
+              "group member may ask for", at_least(0)),
+    ConfigDef("group.max.session.timeout.ms", "int", 1800000, "the longest session timeout a "
+              "group member may ask for", at_least(0)),
+    ConfigDef("group.max.size", "int", INT_MAX, "the most members one consumer group may "
+              "have", at_least(1)),
+    ConfigDef("offset.metadata.max.bytes", "int", 4096, "the largest metadata string an offset "
+              "commit may carry", at_least(0)),
+    ConfigDef("offsets.load.buffer.size", "int", 5242880, "bytes read at a time when loading "
+              "__consumer_offsets into the coordinator (a soft limit: a larger batch is read "
+              "whole)", at_least(1)),
+    ConfigDef("offsets.topic.replication.factor", "int", 3, "replication factor of "
+              "__consumer_offsets; kafkalite creates it with fewer replicas (and warns) when "
+              "fewer brokers are alive", between(1, 32767)),
+    ConfigDef("offsets.topic.num.partitions", "int", 50, "partitions of __consumer_offsets "
+              "(do not change after deployment: it decides each group's coordinator)",
+              at_least(1)),
+    ConfigDef("offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of "
+              "__consumer_offsets, small for quick compaction and loading", at_least(1)),
+    ConfigDef("offsets.retention.minutes", "int", 10080, "how long the offsets of an empty "
+              "group (or a standalone consumer's, after its last commit) are kept", at_least(1)),
+    ConfigDef("offsets.retention.check.interval.ms", "long", 600000, "how often expired "
+              "offsets are removed", at_least(1)),
+    ConfigDef("offsets.commit.timeout.ms", "int", 5000, "an offset commit waits this long for "
+              "every in-sync replica of __consumer_offsets, then fails", at_least(1)),
+    ConfigDef("offsets.commit.required.acks", "int", -1, "acks of the coordinator's writes to "
+              "__consumer_offsets; leave it at -1 (all)", between(-1, 1)),
 )
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}

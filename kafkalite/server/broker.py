@@ -25,6 +25,8 @@ from zk_schema.brokers import BrokerRegistration, format_endpoint
 from kafkalite import errors
 from kafkalite.config import BrokerConfig
 from kafkalite.controller.controller import Controller
+from kafkalite.coordinator.log_store import OffsetsLogStore
+from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
@@ -37,6 +39,13 @@ from kafkalite.server.replica_manager import ReplicaManager
 from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.errors import ZkNodeExistsError
 from kafkalite.zk.twisted_bridge import TwistedZk
+
+try:  # the group coordinator lands separately; the broker runs without it until then
+    from kafkalite.coordinator.coordinator import GroupCoordinator
+except ModuleNotFoundError as _missing:  # pragma: no cover - removed once coordinator.py exists
+    if _missing.name != "kafkalite.coordinator.coordinator":
+        raise
+    GroupCoordinator = None
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +75,13 @@ class BrokerService(service.MultiService):
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             isr_change_callback=self._write_isr_change,
             become_follower_callback=self._become_follower,
-            stop_follower_callback=self._stop_following)
+            stop_follower_callback=self._stop_following,
+            leadership_callback=self._on_leadership_change)
+        # the 0.9+ group coordinator and its __consumer_offsets storage (DESIGN section 9)
+        self.offsets_store = OffsetsLogStore(self)
+        self.group_coordinator = (GroupCoordinator(self.broker_id, reactor, self.offsets_store,
+                                                   config)
+                                  if GroupCoordinator is not None else None)
         self.fetchers = ReplicaFetcherManager(self)
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
@@ -111,6 +126,8 @@ class BrokerService(service.MultiService):
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
+        if self.group_coordinator is not None:
+            self.group_coordinator.start()
         self._bind_listeners()
         await self._register()
         self.controller = Controller(self.broker_id, self.zk, self.tzk, self.reactor, config)
@@ -232,6 +249,16 @@ class BrokerService(service.MultiService):
     def _stop_following(self, tps) -> None:
         self.fetchers.remove_partitions(tps)
 
+    def _on_leadership_change(self, tp, is_leader: bool, leader_epoch: int) -> None:
+        """Kafka's onLeadershipChange: the coordinator loads the groups of each
+        __consumer_offsets partition this broker now leads and drops those it no longer does."""
+        if tp[0] != OFFSETS_TOPIC or self.group_coordinator is None:
+            return
+        if is_leader:
+            self.group_coordinator.on_elected(tp[1], leader_epoch)
+        else:
+            self.group_coordinator.on_resigned(tp[1], leader_epoch)
+
     def _write_isr_change(self, partition, new_isr) -> None:
         """The leader changes the ISR: a conditional write of the partition's state znode."""
         state = zk_schema.PartitionState(partition.leader_id, partition.leader_epoch,
@@ -294,6 +321,8 @@ class BrokerService(service.MultiService):
         for connection in list(self.apis.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()
+        if self.group_coordinator is not None:
+            await defer.maybeDeferred(self.group_coordinator.stop)
         self.replica_manager.stop()
         if self.controller is not None:
             await self.controller.stop()

@@ -17,6 +17,7 @@ from kafkalite import errors
 from kafkalite.errors import (KafkaError, NotLeaderForPartitionError, StaleControllerEpochError,
                               UnknownTopicOrPartitionError, code_of)
 from kafkalite.protocol import messages as m
+from kafkalite.server.delete_records import INTERNAL_TOPICS
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 
@@ -49,8 +50,8 @@ class DelayedProduce(DelayedOperation):
                 required, self.manager.topic_config(tp[0]).min_insync_replicas)
             if done:
                 if error is not None:
-                    self._fail(tp, error)
-                del self.pending[tp]
+                    self._fail(tp, error)      # (drops tp from pending too)
+                self.pending.pop(tp, None)
         return not self.pending
 
     def _fail(self, tp, error) -> None:
@@ -118,7 +119,7 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager, reactor, clock_ms: Callable[[], int],
                  topic_config, replica_lag_time_max_ms: int = 30000,
                  isr_change_callback=None, become_follower_callback=None,
-                 stop_follower_callback=None):
+                 stop_follower_callback=None, leadership_callback=None):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.reactor = reactor
@@ -135,6 +136,9 @@ class ReplicaManager:
         self.isr_change_callback = isr_change_callback
         self.become_follower_callback = become_follower_callback
         self.stop_follower_callback = stop_follower_callback
+        # leadership_callback(tp, is_leader, leader_epoch) after LeaderAndIsr/StopReplica, for
+        # the group coordinator (Kafka's onLeadershipChange); is_leader False also for removal
+        self.leadership_callback = leadership_callback
         self._isr_check = None
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -177,6 +181,7 @@ class ReplicaManager:
             return request.error_response(code_of(exc), exc.message)
         partition_errors = []
         new_followers = []
+        roles = []
         for state in request.partition_states:
             tp = (state.topic, state.partition)
             if self.broker_id not in state.replicas:
@@ -189,6 +194,7 @@ class ReplicaManager:
                         f"the current {partition.leader_epoch}")
                 if partition is None:
                     partition = self._create_partition(state.topic, state.partition)
+                before = (partition.is_leader, partition.leader_epoch)
                 new_state = PartitionState(state.leader, state.leader_epoch, list(state.isr),
                                            list(state.replicas), state.zk_version,
                                            state.controller_epoch)
@@ -209,13 +215,25 @@ class ReplicaManager:
                 self.fetch_purgatory.check(tp)
                 self.delete_records_purgatory.check(tp)
                 partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
+                if (partition.is_leader, partition.leader_epoch) != before:
+                    roles.append((tp, partition.is_leader, partition.leader_epoch))
             except Exception as exc:  # noqa: BLE001 - reported per partition
                 log.exception("LeaderAndIsr for %s-%d failed", tp[0], tp[1])
                 partition_errors.append(m.PartitionError(tp[0], tp[1], code_of(exc)))
         if new_followers and self.become_follower_callback:
             live = {b.broker_id: (b.host, b.port) for b in request.live_leaders}
             self.become_follower_callback(new_followers, live)
+        self._leadership_changed(roles)
         return m.LeaderAndIsrResponse(partition_errors=partition_errors)
+
+    def _leadership_changed(self, roles) -> None:
+        if self.leadership_callback is None:
+            return
+        for tp, is_leader, leader_epoch in roles:
+            try:
+                self.leadership_callback(tp, is_leader, leader_epoch)
+            except Exception:  # noqa: BLE001 - never fail the controller's request for it
+                log.exception("leadership callback for %s-%d failed", tp[0], tp[1])
 
     def _create_partition(self, topic: str, partition: int) -> Partition:
         log_ = self.log_manager.get_or_create_log(topic, partition, self.topic_config(topic))
@@ -234,12 +252,15 @@ class ReplicaManager:
         except StaleControllerEpochError as exc:
             return request.error_response(code_of(exc), exc.message)
         results = []
+        removed = []
         tps = [(tp.topic, tp.partition) for tp in request.partitions]
         if self.stop_follower_callback:
             self.stop_follower_callback(tps)
         for tp in tps:
             try:
                 partition = self.partitions.pop(tp, None)
+                if partition is not None:
+                    removed.append((tp, False, partition.leader_epoch))
                 self.produce_purgatory.complete_all(tp)
                 self.fetch_purgatory.complete_all(tp)
                 self.delete_records_purgatory.complete_all(tp)
@@ -251,11 +272,14 @@ class ReplicaManager:
             except Exception as exc:  # noqa: BLE001
                 log.exception("StopReplica of %s-%d failed", tp[0], tp[1])
                 results.append(m.PartitionError(tp[0], tp[1], code_of(exc)))
+        self._leadership_changed(removed)
         return m.StopReplicaResponse(partition_errors=results)
 
     # --- produce --------------------------------------------------------------------------------
-    def append_records(self, request: m.ProduceRequest):
-        """Returns a ProduceResponse, or a Deferred firing with one for acks=all."""
+    def append_records(self, request: m.ProduceRequest, internal_topics_allowed: bool = False):
+        """Returns a ProduceResponse, or a Deferred firing with one for acks=all. Internal
+        topics (``__consumer_offsets``) take only the broker's own writes
+        (``internal_topics_allowed``), as in Kafka."""
         acks = request.acks
         if acks not in (0, 1, -1):
             return request.error_response(errors.InvalidRequiredAcksError.code,
@@ -267,6 +291,8 @@ class ReplicaManager:
             for partition_id, records in partitions.items():
                 tp = (topic, partition_id)
                 try:
+                    if topic in INTERNAL_TOPICS and not internal_topics_allowed:
+                        raise errors.InvalidTopicError(f"cannot append to internal topic {topic}")
                     partition = self._partition_or_raise(topic, partition_id)
                     config = self.topic_config(topic)
                     info = partition.append_as_leader(records, acks, config.min_insync_replicas)
