@@ -18,12 +18,15 @@ A partition without a position gets its committed offset, else ``auto_offset_res
 ("earliest", "latest", or "none": NoOffsetForPartitionError). A fetch answered OFFSET_OUT_OF_RANGE
 resets by the same policy ("none": OffsetOutOfRangeError naming the partition and the log's range).
 
-Groups: ``group_id`` without ``zookeeper`` makes a standalone consumer: a subscription gets every
-partition of its topics and commits are kept in memory for the consumer's lifetime (see
-``coordinator.InMemoryCoordinator``). Auto-commit (every ``auto_commit_interval_ms``, at close,
-and before partitions are revoked) only runs with a ``group_id``. ZooKeeper group membership
-plugs in through ``coordinator.make_coordinator``; until it exists, ``zookeeper=`` together with a
-``group_id`` raises ConfigError.
+Groups (DESIGN section 9; ``coordinator.make_coordinator`` picks the kind): ``group_id`` alone
+joins a group through the brokers' group coordinator, as Kafka's 0.9+ consumers do
+(``broker_coordinator``: JoinGroup/SyncGroup, heartbeats from a background thread every
+``heartbeat_interval_ms``, ``session_timeout_ms``, ``max_poll_interval_ms`` as the rebalance
+timeout, ``group_instance_id`` for static membership, offsets committed to the coordinator);
+``group_id`` with ``zookeeper`` joins a Kafka 0.8 group through ZooKeeper (``zk_coordinator``);
+without a ``group_id`` a subscription gets every partition of its topics and commits are kept in
+memory (``coordinator.InMemoryCoordinator``). Auto-commit (every ``auto_commit_interval_ms``, at
+close, and before partitions are revoked) only runs with a ``group_id``.
 
 Deserializers are applied to non-None keys and values only.
 """
@@ -135,8 +138,10 @@ class Consumer:
                  partition_assignment_strategy=("range",), metadata_max_age_ms: int = 300000,
                  check_crcs: bool = True, allow_auto_create_topics: bool = True,
                  default_api_timeout_ms: int = 60000, coordinator: Coordinator | None = None,
-                 session_timeout_ms: int = 6000, rebalance_max_retries: int = 4,
-                 rebalance_backoff_ms: int = 2000, rebalance_debounce_ms: int = 300):
+                 session_timeout_ms: int | None = None, heartbeat_interval_ms: int = 3000,
+                 max_poll_interval_ms: int = 300000, group_instance_id: str | None = None,
+                 rebalance_max_retries: int = 4, rebalance_backoff_ms: int = 2000,
+                 rebalance_debounce_ms: int = 300):
         if auto_offset_reset == "smallest":
             auto_offset_reset = "earliest"
         elif auto_offset_reset == "largest":
@@ -178,26 +183,45 @@ class Consumer:
         self._api_timeout = default_api_timeout_ms / 1000
         if isinstance(partition_assignment_strategy, str):
             partition_assignment_strategy = (partition_assignment_strategy,)
-        group_options = {}
-        if zookeeper is not None and group_id is not None:
-            group_options = dict(
-                assignor=partition_assignment_strategy[0], session_timeout_ms=session_timeout_ms,
-                rebalance_max_retries=rebalance_max_retries,
-                rebalance_backoff_ms=rebalance_backoff_ms,
-                rebalance_debounce_ms=rebalance_debounce_ms, client_id=self.config["client_id"])
-        self._coordinator = coordinator or make_coordinator(group_id, zookeeper, **group_options)
-        if bootstrap_servers is None:
+        bootstrap = bootstrap_servers
+        if bootstrap is None:
             if zookeeper is not None:
                 from kafkalite.client.zk_bootstrap import ZooKeeperBootstrap
 
-                bootstrap_servers = ZooKeeperBootstrap(zookeeper)
+                bootstrap = ZooKeeperBootstrap(zookeeper)
             else:
-                bootstrap_servers = "localhost:9092"
+                bootstrap = "localhost:9092"
         self._cluster = ClusterMetadata(
-            bootstrap_servers, client_id=self.config["client_id"],
+            bootstrap, client_id=self.config["client_id"],
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
             allow_auto_topic_creation=allow_auto_create_topics)
+        group_options: dict = {}
+        if group_id is not None and zookeeper is not None:
+            group_options = dict(
+                assignor=partition_assignment_strategy[0],
+                session_timeout_ms=6000 if session_timeout_ms is None else session_timeout_ms,
+                rebalance_max_retries=rebalance_max_retries,
+                rebalance_backoff_ms=rebalance_backoff_ms,
+                rebalance_debounce_ms=rebalance_debounce_ms, client_id=self.config["client_id"])
+        elif group_id is not None:
+            group_options = dict(
+                cluster=self._cluster, client_id=self.config["client_id"],
+                assignors=partition_assignment_strategy,
+                session_timeout_ms=10000 if session_timeout_ms is None else session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms, group_instance_id=group_instance_id,
+                request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
+                default_api_timeout_ms=default_api_timeout_ms)
+        try:
+            self._coordinator = coordinator or make_coordinator(group_id, zookeeper,
+                                                                **group_options)
+        except BaseException:
+            self._cluster.close()
+            close_bootstrap = getattr(self._cluster.bootstrap, "close", None)
+            if close_bootstrap is not None:
+                close_bootstrap()
+            raise
         self._fetch_pool = self._cluster.pool()   # fetches (long polls) only
         self._aux_pool = self._cluster.pool()     # ListOffsets etc., never behind a long poll
         self._connections = ConnectionSelector()
@@ -304,7 +328,11 @@ class Consumer:
                        for tp, ps in self._assignment.items()
                        if tp in revoked and ps.position is not None}
             if offsets:
-                self._coordinator.commit(offsets)
+                try:
+                    self._coordinator.commit(offsets)
+                except KafkaError as exc:   # as Kafka's consumer: the rebalance goes on
+                    log.warning("auto-commit of %s before revoking them failed: %s",
+                                sorted(offsets), exc)
         if self._listener is not None and hasattr(self._listener, "on_partitions_revoked"):
             self._listener.on_partitions_revoked(revoked)
         for tp in revoked:  # position and fetched data are void now: fetch nothing until it is
@@ -544,8 +572,8 @@ class Consumer:
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
 
     def commit_async(self, offsets: dict | None = None, callback=None) -> None:
-        """``commit`` (commits are local, so this completes at once); then ``callback(offsets,
-        exception_or_None)``."""
+        """``commit`` (done before returning: this client has no commits in flight); then
+        ``callback(offsets, exception_or_None)``."""
         error = None
         try:
             self.commit(offsets)

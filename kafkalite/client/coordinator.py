@@ -11,10 +11,15 @@ live. The consumer calls it from its own thread only:
 * ``committed(tps)`` -> ``{tp: OffsetAndMetadata | None}`` and ``commit({tp: OffsetAndMetadata})``;
 * ``close()``.
 
-``InMemoryCoordinator`` is what a consumer uses today: the member owns every partition of its
-subscribed topics (as a group of one would) and commits live in memory for the consumer's
-lifetime. ZooKeeper group membership (DESIGN section 9: ``/consumers/<g>/ids``, owners, offsets)
-plugs in here as another coordinator built by ``make_coordinator`` when ``zookeeper`` is given.
+``make_coordinator`` picks one of the two generations of Kafka's consumer groups (DESIGN
+section 9) from a consumer's settings:
+
+* ``group_id`` alone: the brokers' group coordinator (Kafka 0.9+, what every Kafka client uses):
+  ``broker_coordinator.BrokerCoordinator``;
+* ``group_id`` with ``zookeeper``: Kafka 0.8's ZooKeeper groups (``/consumers/<g>/ids``, owners,
+  offsets): ``zk_coordinator.ZooKeeperCoordinator``;
+* no ``group_id``: ``InMemoryCoordinator``, a group of one: the member owns every partition of
+  its subscribed topics and commits live in memory for the consumer's lifetime.
 """
 
 from __future__ import annotations
@@ -109,9 +114,15 @@ class InMemoryCoordinator(Coordinator):
 
 def make_coordinator(group_id: str | None, zookeeper=None, **options) -> Coordinator:
     """The coordinator for a consumer's ``group_id``/``zookeeper`` settings: ZooKeeper group
-    membership when both are given, a group of one (offsets in memory) otherwise."""
+    membership when both are given, the brokers' group coordinator for a ``group_id`` alone
+    (``options`` are BrokerCoordinator's: ``cluster`` or ``bootstrap_servers``, ``assignors``,
+    timeouts), a group of one (offsets in memory) without a group."""
     if zookeeper is not None and group_id is not None:
         from kafkalite.client.zk_coordinator import ZooKeeperCoordinator
 
         return ZooKeeperCoordinator(group_id, zookeeper, **options)
+    if group_id is not None:
+        from kafkalite.client.broker_coordinator import BrokerCoordinator
+
+        return BrokerCoordinator(group_id, **options)
     return InMemoryCoordinator(group_id)

@@ -17,7 +17,7 @@ from kafkalite.controller.assignment import assign_replicas, validate_assignment
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
-from kafkalite.server import native_admin_apis
+from kafkalite.server import native_admin_apis, native_group_apis
 from kafkalite.server.partition_admin import create_partitions
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
@@ -68,6 +68,7 @@ class KafkaApis:
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
         }
+        self._handlers.update(native_group_apis.handlers(broker))   # the group coordinator's
 
     # --- connection bookkeeping (for metrics and clean shutdown) ---------------------------------
     def connection_opened(self, protocol) -> None:
@@ -83,6 +84,8 @@ class KafkaApis:
         if header.api_key == ApiKey.METADATA:
             factory = getattr(protocol, "factory", None)
             return handler(request, getattr(factory, "listener_name", None))
+        if header.api_key in native_group_apis.WITH_CONTEXT:
+            return handler(request, header, protocol)
         return handler(request)
 
     # --- simple ones ----------------------------------------------------------------------------

@@ -373,7 +373,10 @@ def test_group_with_zookeeper_uses_the_zookeeper_coordinator():
     coordinator = make_coordinator("g", "127.0.0.1:1/chroot", assignor="sticky")
     assert isinstance(coordinator, ZooKeeperCoordinator)
     assert coordinator.member_id.startswith("g_")
-    assert type(make_coordinator("g", None)).__name__ == "InMemoryCoordinator"
+    broker_side = make_coordinator("g", None, bootstrap_servers="127.0.0.1:1")
+    assert type(broker_side).__name__ == "BrokerCoordinator"     # Kafka 0.9+'s groups
+    broker_side.close()
+    assert type(make_coordinator(None, None)).__name__ == "InMemoryCoordinator"
     with pytest.raises(errors.ConfigError):
         Consumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="sometimes")
     with pytest.raises(ValueError, match="unknown partition_assignment_strategy"):

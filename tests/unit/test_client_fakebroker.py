@@ -4,7 +4,9 @@
 envelope (``kafkalite.protocol``) and keep topics in memory as lists of record batches (the real
 ``kafkalite.record`` format, offsets assigned by patching the batch header as the broker does).
 It answers ApiVersions, Metadata, Produce, Fetch (long poll), ListOffsets, CreateTopics,
-DeleteTopics and InitProducerId.
+DeleteTopics and InitProducerId, and the group APIs (FindCoordinator, JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups) from a
+minimal in-memory group coordinator (``FakeGroupCoordinator``) on broker ``coordinator_id``.
 
 Fault injection for tests:
 
@@ -15,7 +17,10 @@ Fault injection for tests:
   LEADER_NOT_AVAILABLE in its first ``k`` metadata answers;
 * ``cluster.fetch_truncate = True``: fetch answers are cut at ``partition_max_bytes`` even in
   the middle of a batch (a partial trailing batch, as a byte-limited fetch returns);
-* ``cluster.request_log`` records ``(node_id, api_key, request)`` of every request.
+* ``cluster.request_log`` records ``(node_id, api_key, request)`` of every request;
+* ``cluster.coordinator_errors = [code, ...]``: the next FindCoordinator(s) get these codes;
+* ``cluster.coordinator_id = n``: move the group coordinator (the others answer
+  NOT_COORDINATOR to group requests).
 
 The module's own tests check the fake against the protocol codecs.
 """
@@ -91,6 +96,302 @@ class FakePartition:
         return -1, -1
 
 
+class FakeMember:
+    def __init__(self, member_id, instance_id, client_id, host, session_ms, rebalance_ms,
+                 protocols):
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.client_id = client_id
+        self.host = host
+        self.session_s = session_ms / 1000
+        self.rebalance_s = rebalance_ms / 1000
+        self.protocols = protocols            # [(name, metadata)]
+        self.assignment = b""
+        self.awaiting_join = False
+        self.last_seen = time.monotonic()
+
+
+class FakeGroup:
+    def __init__(self, group_id):
+        self.group_id = group_id
+        self.state = "Empty"
+        self.generation = 0
+        self.protocol_type = ""
+        self.protocol: str | None = None
+        self.leader: str | None = None
+        self.members: dict[str, FakeMember] = {}
+        self.pending: set[str] = set()        # ids handed out with MEMBER_ID_REQUIRED
+        self.offsets: dict[tuple, tuple] = {}  # (topic, partition) -> (offset, epoch, metadata)
+        self.rebalance_deadline = 0.0
+
+
+class FakeGroupCoordinator:
+    """A minimal in-memory version of Kafka's GroupCoordinator, enough for the clients' tests:
+    eager rebalances (JoinGroup waits for every member or the rebalance timeout, the leader's
+    SyncGroup hands out the assignments), heartbeats, session expiry, LeaveGroup, offsets.
+    Runs on the fake brokers' connection threads under the cluster's condition."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.groups: dict[str, FakeGroup] = {}
+        self.counter = 0
+
+    # internal helpers (called with cluster.lock held) -------------------------------------
+    def _group(self, group_id, create=False):
+        g = self.groups.get(group_id)
+        if g is None and create:
+            g = self.groups[group_id] = FakeGroup(group_id)
+        return g
+
+    def _expire(self, g: FakeGroup) -> None:
+        now = time.monotonic()
+        for mid, member in list(g.members.items()):
+            if not member.awaiting_join and now - member.last_seen > member.session_s:
+                self._remove(g, mid)
+        if g.state == "PreparingRebalance" and now >= g.rebalance_deadline:
+            for mid, member in list(g.members.items()):
+                if not member.awaiting_join:
+                    del g.members[mid]
+            self._try_complete_join(g, force=True)
+
+    def _remove(self, g: FakeGroup, member_id: str) -> None:
+        g.members.pop(member_id, None)
+        self._prepare(g)
+        self._try_complete_join(g, force=not g.members)
+
+    def _prepare(self, g: FakeGroup) -> None:
+        if g.state != "PreparingRebalance":
+            g.state = "PreparingRebalance"
+            g.rebalance_deadline = time.monotonic() + max(
+                [m.rebalance_s for m in g.members.values()] or [0])
+        self.cluster.lock.notify_all()
+
+    def _try_complete_join(self, g: FakeGroup, force=False) -> None:
+        if g.state != "PreparingRebalance":
+            return
+        if not force and not all(m.awaiting_join for m in g.members.values()):
+            return
+        g.generation += 1
+        if not g.members:
+            g.state, g.protocol, g.leader = "Empty", None, None
+            self.cluster.lock.notify_all()
+            return
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        names = [n for n, _ in g.members[g.leader].protocols]
+        g.protocol = next(n for n in names
+                          if all(n in dict(m.protocols) for m in g.members.values()))
+        g.state = "CompletingRebalance"
+        for member in g.members.values():
+            member.awaiting_join = False
+            member.assignment = b""
+            member.last_seen = time.monotonic()
+        self.cluster.lock.notify_all()
+
+    def _wait(self, predicate, g: FakeGroup, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            self._expire(g)
+            if predicate():
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.cluster.lock.wait(min(remaining, 0.02))
+        return True
+
+    # the APIs --------------------------------------------------------------------------------
+    def join(self, r: m.JoinGroupRequest, client_id: str) -> m.JoinGroupResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id, create=True)
+            self._expire(g)
+            if g.members and g.protocol_type and r.protocol_type != g.protocol_type:
+                return m.JoinGroupResponse(error_code=errors.InconsistentGroupProtocolError.code)
+            member_id = r.member_id
+            if r.group_instance_id is not None:
+                old = next((mid for mid, x in g.members.items()
+                            if x.instance_id == r.group_instance_id), None)
+                if not member_id or member_id != old:
+                    self.counter += 1
+                    member_id = f"{r.group_instance_id}-{self.counter}"
+                    if old is not None:
+                        prev = g.members.pop(old)
+                        if g.leader == old:
+                            g.leader = member_id
+                        prev.member_id = member_id
+                        g.members[member_id] = prev
+            elif not member_id:
+                self.counter += 1
+                member_id = f"{client_id}-{self.counter}"
+                g.pending.add(member_id)
+                return m.JoinGroupResponse(error_code=errors.MemberIdRequiredError.code,
+                                           member_id=member_id)
+            elif member_id not in g.members and member_id not in g.pending:
+                return m.JoinGroupResponse(error_code=errors.UnknownMemberIdError.code,
+                                           member_id=member_id)
+            g.pending.discard(member_id)
+            member = g.members.get(member_id)
+            protocols = [(p.name, p.metadata) for p in r.protocols]
+            if member is None:
+                member = g.members[member_id] = FakeMember(
+                    member_id, r.group_instance_id, client_id, "/127.0.0.1",
+                    r.session_timeout_ms, r.rebalance_timeout_ms, protocols)
+                self._prepare(g)
+            elif member.protocols != protocols or g.state in ("Stable",
+                                                               "CompletingRebalance"):
+                member.protocols = protocols
+                self._prepare(g)
+            g.protocol_type = r.protocol_type
+            member.awaiting_join = True
+            member.last_seen = time.monotonic()
+            if g.state == "Empty":
+                self._prepare(g)
+            generation = g.generation
+            self._try_complete_join(g)
+            self._wait(lambda: g.generation > generation or member_id not in g.members, g,
+                       member.rebalance_s + 1)
+            if member_id not in g.members or g.generation == generation:
+                return m.JoinGroupResponse(error_code=errors.UnknownMemberIdError.code)
+            members = ([m.JoinGroupMember(mid, x.instance_id, dict(x.protocols)[g.protocol])
+                        for mid, x in g.members.items()] if member_id == g.leader else [])
+            return m.JoinGroupResponse(error_code=0, generation_id=g.generation,
+                                       protocol_type=g.protocol_type, protocol_name=g.protocol,
+                                       leader=g.leader, member_id=member_id, members=members)
+
+    def _check_member(self, g, generation, member_id):
+        if g is None or member_id not in g.members:
+            return errors.UnknownMemberIdError.code
+        if generation != g.generation:
+            return errors.IllegalGenerationError.code
+        return 0
+
+    def sync(self, r: m.SyncGroupRequest) -> m.SyncGroupResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id)
+            code = self._check_member(g, r.generation_id, r.member_id)
+            if code:
+                return m.SyncGroupResponse(error_code=code)
+            if g.state == "PreparingRebalance":
+                return m.SyncGroupResponse(error_code=errors.RebalanceInProgressError.code)
+            g.members[r.member_id].last_seen = time.monotonic()
+            if r.member_id == g.leader and g.state == "CompletingRebalance":
+                given = {a.member_id: a.assignment for a in r.assignments}
+                for mid, member in g.members.items():
+                    member.assignment = given.get(mid, b"")
+                g.state = "Stable"
+                self.cluster.lock.notify_all()
+            generation = g.generation
+            self._wait(lambda: g.state != "CompletingRebalance" or g.generation != generation,
+                       g, g.members[r.member_id].session_s)
+            if g.generation != generation or r.member_id not in g.members \
+                    or g.state != "Stable":
+                return m.SyncGroupResponse(error_code=errors.RebalanceInProgressError.code)
+            g.members[r.member_id].last_seen = time.monotonic()
+            return m.SyncGroupResponse(error_code=0, protocol_type=g.protocol_type,
+                                       protocol_name=g.protocol,
+                                       assignment=g.members[r.member_id].assignment)
+
+    def heartbeat(self, r: m.HeartbeatRequest) -> m.HeartbeatResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id)
+            if g is not None:
+                self._expire(g)
+            code = self._check_member(g, r.generation_id, r.member_id)
+            if code == 0:
+                g.members[r.member_id].last_seen = time.monotonic()
+                if g.state == "PreparingRebalance":
+                    code = errors.RebalanceInProgressError.code
+            return m.HeartbeatResponse(error_code=code)
+
+    def leave(self, r: m.LeaveGroupRequest) -> m.LeaveGroupResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id)
+            out = []
+            for x in r.members:
+                mid = x.member_id or next((k for k, v in (g.members.items() if g else ())
+                                           if v.instance_id == x.group_instance_id), "")
+                if g is None or mid not in g.members:
+                    out.append(m.LeaveGroupMemberResponse(x.member_id, x.group_instance_id,
+                                                          errors.UnknownMemberIdError.code))
+                    continue
+                self._remove(g, mid)
+                out.append(m.LeaveGroupMemberResponse(mid, x.group_instance_id, 0))
+            return m.LeaveGroupResponse(members=out)
+
+    def commit(self, r: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id, create=True)
+            self._expire(g)
+            if r.generation_id < 0 and not g.members:
+                code = 0
+            else:
+                code = self._check_member(g, r.generation_id, r.member_id)
+                if code == 0 and g.state == "CompletingRebalance":
+                    code = errors.RebalanceInProgressError.code
+            topics = []
+            for t in r.topics:
+                parts = []
+                for p in t.partitions:
+                    if code == 0:
+                        g.offsets[(t.topic, p.partition)] = (p.committed_offset,
+                                                             p.committed_leader_epoch,
+                                                             p.committed_metadata)
+                    parts.append(m.OffsetCommitPartitionResponse(p.partition, code))
+                topics.append(m.OffsetCommitTopicResponse(t.topic, parts))
+            return m.OffsetCommitResponse(topics=topics)
+
+    def fetch(self, r: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
+        with self.cluster.lock:
+            g = self._group(r.group_id)
+            offsets = g.offsets if g is not None else {}
+            wanted = ([(t.topic, p) for t in r.topics for p in t.partitions]
+                      if r.topics is not None else sorted(offsets))
+            by_topic: dict = {}
+            for tp in wanted:
+                off, epoch, md = offsets.get(tp, (-1, -1, None))
+                by_topic.setdefault(tp[0], []).append(
+                    m.OffsetFetchPartitionResponse(tp[1], off, epoch, md, 0))
+            return m.OffsetFetchResponse(topics=[m.OffsetFetchTopicResponse(t, ps)
+                                                 for t, ps in by_topic.items()])
+
+    def list_groups(self, r: m.ListGroupsRequest) -> m.ListGroupsResponse:
+        with self.cluster.lock:
+            return m.ListGroupsResponse(groups=[
+                m.ListedGroup(g.group_id, g.protocol_type, g.state)
+                for g in self.groups.values()
+                if not r.states_filter or g.state in r.states_filter])
+
+    def describe_groups(self, r: m.DescribeGroupsRequest) -> m.DescribeGroupsResponse:
+        with self.cluster.lock:
+            out = []
+            for gid in r.groups:
+                g = self.groups.get(gid)
+                if g is None:
+                    out.append(m.DescribedGroup(0, gid, "Dead", "", "", []))
+                    continue
+                self._expire(g)
+                out.append(m.DescribedGroup(0, gid, g.state, g.protocol_type, g.protocol or "", [
+                    m.DescribedGroupMember(mid, x.instance_id, x.client_id, x.host,
+                                           dict(x.protocols).get(g.protocol, b""),
+                                           x.assignment)
+                    for mid, x in g.members.items()]))
+            return m.DescribeGroupsResponse(groups=out)
+
+    def delete_groups(self, r: m.DeleteGroupsRequest) -> m.DeleteGroupsResponse:
+        with self.cluster.lock:
+            out = []
+            for gid in r.groups_names:
+                g = self.groups.get(gid)
+                if g is None:
+                    out.append(m.DeletableGroupResult(gid, errors.GroupIdNotFoundError.code))
+                elif g.members:
+                    out.append(m.DeletableGroupResult(gid, errors.NonEmptyGroupError.code))
+                else:
+                    del self.groups[gid]
+                    out.append(m.DeletableGroupResult(gid, 0))
+            return m.DeleteGroupsResponse(results=out)
+
+
 class FakeCluster:
     def __init__(self, brokers: int = 1, auto_create: bool = True, default_partitions: int = 1):
         self.lock = threading.Condition()
@@ -104,6 +405,9 @@ class FakeCluster:
         self.fetch_truncate = False
         self.request_log: list[tuple[int, int, object]] = []
         self.cluster_id = "fake-cluster"
+        self.coordinator_id = 1
+        self.coordinator_errors: list[int] = []
+        self.groups = FakeGroupCoordinator(self)
         self.brokers = [FakeBroker(self, node_id) for node_id in range(1, brokers + 1)]
         self.controller_id = 1
         for b in self.brokers:
@@ -203,7 +507,7 @@ class FakeBroker:
                     self.paused.wait()
                     with self.cluster.lock:
                         self.cluster.request_log.append((self.node_id, header.api_key, request))
-                    response = self.handle(header.api_key, request)
+                    response = self.handle(header.api_key, request, header.client_id)
                     if response is None:
                         continue
                     conn.sendall(envelope.encode_response(header.correlation_id, response))
@@ -216,8 +520,27 @@ class FakeBroker:
                 pass
 
     # --- handlers ---------------------------------------------------------------------------
-    def handle(self, api_key: int, request):
+    def handle(self, api_key: int, request, client_id: str | None = None):
+        groups = self.cluster.groups
+        group_apis = {
+            ApiKey.JOIN_GROUP: lambda r: groups.join(r, client_id or ""),
+            ApiKey.SYNC_GROUP: groups.sync,
+            ApiKey.HEARTBEAT: groups.heartbeat,
+            ApiKey.LEAVE_GROUP: groups.leave,
+            ApiKey.OFFSET_COMMIT: groups.commit,
+            ApiKey.OFFSET_FETCH: groups.fetch,
+            ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+            ApiKey.DELETE_GROUPS: groups.delete_groups,
+        }
+        if api_key in group_apis:
+            if self.node_id != self.cluster.coordinator_id:
+                return request.error_response(errors.NotCoordinatorError.code)
+            return group_apis[api_key](request)
         handler = {
+            ApiKey.FIND_COORDINATOR: self.find_coordinator,
+            ApiKey.LIST_GROUPS: lambda r: (groups.list_groups(r)
+                                           if self.node_id == self.cluster.coordinator_id
+                                           else m.ListGroupsResponse()),
             ApiKey.API_VERSIONS: lambda r: m.ApiVersionsResponse(
                 api_versions=m.supported_versions()),
             ApiKey.METADATA: self.metadata,
@@ -233,6 +556,14 @@ class FakeBroker:
             return m.RequestErrorResponse(error_code=errors.UnsupportedVersionError.code,
                                           error_message="not served by the fake")
         return handler(request)
+
+    def find_coordinator(self, request: m.FindCoordinatorRequest):
+        c = self.cluster
+        with c.lock:
+            if c.coordinator_errors:
+                return m.FindCoordinatorResponse(error_code=c.coordinator_errors.pop(0))
+            b = c.broker(c.coordinator_id)
+            return m.FindCoordinatorResponse(node_id=b.node_id, host="127.0.0.1", port=b.port)
 
     def metadata(self, request: m.MetadataRequest):
         c = self.cluster
