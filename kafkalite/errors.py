@@ -74,6 +74,9 @@ MessageTooLargeError = _error(10, "MESSAGE_TOO_LARGE", False,
                               "The batch is larger than max.message.bytes")
 StaleControllerEpochError = _error(11, "STALE_CONTROLLER_EPOCH", False,
                                    "The request came from a controller with an old epoch")
+OffsetMetadataTooLargeError = _error(12, "OFFSET_METADATA_TOO_LARGE", False,
+                                     "The committed offset's metadata is larger than "
+                                     "offset.metadata.max.bytes")
 NetworkError = _error(13, "NETWORK_EXCEPTION", True, "The connection was lost")
 CoordinatorLoadInProgressError = _error(14, "COORDINATOR_LOAD_IN_PROGRESS", True,
                                         "The coordinator is loading its groups; retry")
