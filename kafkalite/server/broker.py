@@ -25,6 +25,7 @@ from zk_schema.brokers import BrokerRegistration, format_endpoint
 from kafkalite import errors
 from kafkalite.config import BrokerConfig
 from kafkalite.controller.controller import Controller
+from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.log_store import OffsetsLogStore
 from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.log.manager import LogManager
@@ -40,12 +41,6 @@ from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.errors import ZkNodeExistsError
 from kafkalite.zk.twisted_bridge import TwistedZk
 
-try:  # the group coordinator lands separately; the broker runs without it until then
-    from kafkalite.coordinator.coordinator import GroupCoordinator
-except ModuleNotFoundError as _missing:  # pragma: no cover - removed once coordinator.py exists
-    if _missing.name != "kafkalite.coordinator.coordinator":
-        raise
-    GroupCoordinator = None
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +74,8 @@ class BrokerService(service.MultiService):
             leadership_callback=self._on_leadership_change)
         # the 0.9+ group coordinator and its __consumer_offsets storage (DESIGN section 9)
         self.offsets_store = OffsetsLogStore(self)
-        self.group_coordinator = (GroupCoordinator(self.broker_id, reactor, self.offsets_store,
-                                                   config)
-                                  if GroupCoordinator is not None else None)
+        self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
+                                                  config)
         self.fetchers = ReplicaFetcherManager(self)
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
