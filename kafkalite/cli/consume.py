@@ -7,11 +7,10 @@
 
 Without ``--group`` it reads every partition of the topic (or only ``--partition``) and commits
 nothing; ``--bootstrap-server`` is all it needs. With ``--group`` it joins that consumer group
-through ZooKeeper (Kafka 0.8's groups; the brokers are found there too unless
-``--bootstrap-server`` is given) and commits its position when it stops, so ``--group`` needs
-``--zookeeper`` (or KAFKALITE_ZOOKEEPER): with ``--bootstrap-server`` alone it stops with an error
-naming the flag. With neither flag, 127.0.0.1:9092 (no ``--group``) or the ZooKeeper at
-127.0.0.1:2181/kafkalite (``--group``) is tried.
+and commits its position when it stops: through the brokers' group coordinator (Kafka 0.9+'s
+groups) with ``--bootstrap-server`` or no flag at all (127.0.0.1:9092), through ZooKeeper (Kafka
+0.8's groups; the brokers are found there too unless ``--bootstrap-server`` is given) with
+``--zookeeper`` (or KAFKALITE_ZOOKEEPER), as Kafka's 0.9-1.x console consumer chose.
 
 Formatter properties (``--property``), as Kafka's DefaultMessageFormatter, in this order on a
 line: ``print.timestamp`` (``CreateTime:<ms>``), ``print.partition`` (``Partition:<p>``),
@@ -107,7 +106,8 @@ class Formatter:
               help="read every topic matching this regular expression instead of --topic")
 @click.option("--from-beginning", is_flag=True,
               help="start at the earliest offset when there is no committed one")
-@click.option("--group", help="consumer group to join (through ZooKeeper); commits offsets")
+@click.option("--group", help="consumer group to join (through ZooKeeper with --zookeeper); "
+                             "commits offsets")
 @click.option("--partition", type=int, help="read only this partition")
 @click.option("--offset", help="with --partition: earliest, latest (default) or an offset")
 @click.option("--max-messages", type=click.IntRange(min=1),
@@ -160,11 +160,9 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
     zookeeper = None
     if group is not None:
-        zookeeper = endpoints.require_zookeeper(
-            "consume --group", "kafkalite's consumer groups are Kafka 0.8's, kept in "
-            "ZooKeeper; there is no broker-side group coordinator yet",
-            "leave out --group to read without a group")
         settings["group_id"] = group
+        if endpoints.zookeeper is not None:      # Kafka 0.8's group, in ZooKeeper
+            zookeeper = endpoints.require_zookeeper("consume --group")
     elif endpoints.zookeeper_given and not endpoints.bootstrap_given:
         zookeeper = endpoints.zookeeper_value    # only to find the brokers
     if zookeeper is not None:

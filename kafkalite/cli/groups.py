@@ -1,24 +1,29 @@
-"""``kafkalite groups``: Kafka's kafka-consumer-groups tool, for ZooKeeper-based groups.
+"""``kafkalite groups``: Kafka's kafka-consumer-groups tool, for both generations of groups.
 
-    kafkalite groups list
-    kafkalite groups describe --group G [--members]
-    kafkalite groups reset-offsets --group G --topic T[:0,1] --to-earliest|--to-latest|
-                                   --to-offset N|--shift-by N [--execute]
+    kafkalite groups list [--state]
+    kafkalite groups describe --group G | --all-groups [--members [--verbose] | --state]
+    kafkalite groups reset-offsets --group G --topic T[:0,1] | --all-topics
+                                   --to-earliest|--to-latest|--to-offset N|--shift-by N
+                                   [--execute]
     kafkalite groups delete --group G
 
 (or Kafka's flag style: ``--list``, ``--describe``, ``--reset-offsets``, ``--delete``).
 
-Membership, owners and committed offsets are read from ZooKeeper (``/consumers/<g>``); log end
-offsets from the partition leaders. These are Kafka 0.8's ZooKeeper groups, so every action needs
-``--zookeeper`` (or KAFKALITE_ZOOKEEPER): with ``--bootstrap-server`` alone the command stops
-with an error naming the flag (broker-side group coordinators do not exist in kafkalite yet).
-With neither flag the ZooKeeper at 127.0.0.1:2181/kafkalite is used. ``describe`` prints Kafka's
-columns, ``-`` where a value is missing::
+Which groups, as Kafka 0.9-1.x's tool chose them: with ``--bootstrap-server`` (or no flag at
+all: 127.0.0.1:9092) the groups of the brokers' group coordinator (Kafka 0.9+, every Kafka
+client and kafkalite's ``Consumer(group_id=...)``); with ``--zookeeper`` (or
+KAFKALITE_ZOOKEEPER) Kafka 0.8's groups kept in ZooKeeper (``Consumer(..., zookeeper=...)``).
+A note on stderr says which kind a listing or description shows, as Kafka's tools printed.
+
+``describe`` prints Kafka's columns, ``-`` where a value is missing::
 
     GROUP  TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID
 
-``reset-offsets`` without ``--execute`` only prints the plan (GROUP TOPIC PARTITION NEW-OFFSET);
-it is refused while the group has live members, as in Kafka.
+``--members``: ``GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS``
+(``ASSIGNMENT`` with ``--verbose``); ``--state``: ``GROUP COORDINATOR (ID)
+ASSIGNMENT-STRATEGY STATE #MEMBERS`` (coordinator groups). ``reset-offsets`` without
+``--execute`` only prints the plan (GROUP TOPIC PARTITION NEW-OFFSET); it is refused while the
+group has live members, as in Kafka. ``delete`` removes a group without live members.
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ ACTIONS = ("list", "describe", "reset-offsets", "delete")
 DESCRIBE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                     "CONSUMER-ID", "HOST", "CLIENT-ID")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+
+COORDINATOR_NOTE = "Note: This will not show information about old Zookeeper-based consumers."
+ZOOKEEPER_NOTE = ("Note: This will only show information about consumers that use ZooKeeper "
+                  "(not those using the Java consumer API).")
 
 
 def _cell(value) -> str:
@@ -66,6 +76,39 @@ def describe_lines(rows) -> list[str]:
                         [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset,
                           r.lag, r.consumer_id, r.host, r.client_id) for r in rows],
                         (None, None, 10, 15, 15, 15, None, None, None))
+
+
+def members_lines(group: str, members, verbose: bool = False) -> list[str]:
+    """Kafka's ``--members`` table (GROUP-INSTANCE-ID only when a member has one, ASSIGNMENT
+    with ``--verbose``: ``topic(0,1), other(2)``)."""
+    static = any(x.group_instance_id for x in members)
+    columns = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + \
+        ["HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if verbose else [])
+    widths = [None, None] + ([17] if static else []) + [None, None, 15] + \
+        ([None] if verbose else [])
+    rows = []
+    for x in members:
+        row = [group, x.member_id] + ([x.group_instance_id or ""] if static else []) + \
+            [x.host or "", x.client_id or "", len(x.assignment)]
+        if verbose:
+            by_topic: dict[str, list[int]] = {}
+            for tp in x.assignment:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            row.append(", ".join(f"{t}({','.join(map(str, sorted(ps)))})"
+                                 for t, ps in sorted(by_topic.items())) or None)
+        rows.append(row)
+    return format_table(columns, rows, widths)
+
+
+def state_lines(description) -> list[str]:
+    c = description.coordinator
+    coordinator = f"{c.host}:{c.port} ({c.node_id})" if c is not None else None
+    width = max(25, len(coordinator or ""))
+    return format_table(STATE_COLUMNS,
+                        [(description.group_id, coordinator,
+                          description.assignment_strategy or None, description.state,
+                          len(description.members))],
+                        (width, 25, 20, 15, None))
 
 
 def reset_lines(group: str, plan: dict) -> list[str]:
@@ -96,6 +139,10 @@ def _parse_topic_arg(text: str) -> tuple[str, list[int] | None]:
 @click.option("--group", help="the consumer group")
 @click.option("--all-groups", is_flag=True, help="--describe: every group")
 @click.option("--members", is_flag=True, help="--describe: the members, not the partitions")
+@click.option("--state", is_flag=True,
+              help="--describe: coordinator, strategy, state, members; --list: with states")
+@click.option("--verbose", is_flag=True, help="--describe --members: each one's partitions")
+@click.option("--offsets", is_flag=True, help="--describe: the partitions (the default)")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC[:P,P]",
               help="--reset-offsets: topic (and partitions) to reset (repeatable)")
 @click.option("--all-topics", is_flag=True,
@@ -109,39 +156,92 @@ def _parse_topic_arg(text: str) -> tuple[str, list[int] | None]:
 @bootstrap_option
 @zookeeper_option
 @click.pass_context
-def command(ctx, list_, describe, reset_offsets, delete, group, all_groups, members, topics,
-            all_topics, to_earliest, to_latest, to_offset, shift_by, execute, dry_run,
-            bootstrap_server, zookeeper):
-    """List, describe, reset and delete consumer groups (Kafka's kafka-consumer-groups)."""
+def command(ctx, list_, describe, reset_offsets, delete, group, all_groups, members, state,
+            verbose, offsets, topics, all_topics, to_earliest, to_latest, to_offset, shift_by,
+            execute, dry_run, bootstrap_server, zookeeper):
+    """List, describe, reset and delete consumer groups (Kafka's kafka-consumer-groups):
+    the brokers' groups with --bootstrap-server, Kafka 0.8's ZooKeeper groups with --zookeeper."""
     action = pick_action({"list": list_, "describe": describe, "reset-offsets": reset_offsets,
                           "delete": delete}, "groups")
     if action != "list" and not group and not (action == "describe" and all_groups):
         raise CliError(f"groups --{action} needs --group NAME", exit_code=2)
+    if sum((members, state, offsets)) > 1:
+        raise CliError("groups --describe takes one of --members, --state, --offsets",
+                       exit_code=2)
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
-    zk = endpoints.require_zookeeper(
-        f"groups --{action}", "kafkalite's consumer groups are Kafka 0.8's, kept in ZooKeeper; "
-        "there is no broker-side group coordinator yet")
+    from kafkalite.client.admin_groups import COORDINATOR, ZOOKEEPER
+
+    # Kafka 0.9-1.x's rule: --zookeeper means the old (ZooKeeper) consumers' groups
+    kind = ZOOKEEPER if endpoints.zookeeper is not None else COORDINATOR
+    zk = None
+    if kind == ZOOKEEPER:
+        zk = endpoints.require_zookeeper(
+            f"groups --{action}", "Kafka 0.8's consumer groups are kept in ZooKeeper")
+        if state:
+            raise CliError("--state describes groups of the brokers' group coordinator; "
+                           "Kafka 0.8's ZooKeeper groups have no coordinator or state: pass "
+                           "--bootstrap-server without --zookeeper", exit_code=2)
     quiet_client_logs()
-    with admin_client(endpoints, zk, connect_zookeeper=True) as admin:
+    with admin_client(endpoints, zk, connect_zookeeper=zk is not None) as admin:
+        if action in ("list", "describe"):
+            click.echo(ZOOKEEPER_NOTE if kind == ZOOKEEPER else COORDINATOR_NOTE, err=True)
         if action == "list":
-            for name in admin.list_consumer_groups():
-                click.echo(name)
+            listed = admin.list_consumer_groups(kind=kind)
+            if state:
+                for line in format_table(("GROUP", "STATE"),
+                                         [(g, g.state) for g in listed], (None, None)):
+                    click.echo(line)
+            else:
+                for name in listed:
+                    click.echo(name)
         elif action == "describe":
-            _describe(admin, admin.list_consumer_groups() if all_groups else [group],
-                      members)
+            names = ([str(g) for g in admin.list_consumer_groups(kind=kind)] if all_groups
+                     else [group])
+            if kind == ZOOKEEPER:
+                _describe_zookeeper(admin, names, members)
+            else:
+                _describe_coordinator(admin, names, members, state, verbose)
         elif action == "reset-offsets":
-            _reset(admin, group, topics, all_topics, to_earliest, to_latest, to_offset,
+            _reset(admin, kind, group, topics, all_topics, to_earliest, to_latest, to_offset,
                    shift_by, execute, dry_run)
         else:
-            admin.delete_consumer_group(group)
+            admin.delete_consumer_group(group, kind=kind)
             click.echo(f"Deletion of requested consumer groups ('{group}') was "
                        f"successful.")
 
 
-def _describe(admin, groups, members_only):
+def _describe_coordinator(admin, groups, members_only, state_only, verbose):
+    from kafkalite import errors
+
     for group in groups:
-        rows = admin.describe_consumer_group(group)
-        live = admin.consumer_group_members(group)
+        [description] = admin.describe_consumer_groups([group], kind="coordinator")
+        if description.state == "Dead":
+            if members_only or state_only:
+                raise errors.GroupIdNotFoundError(f"consumer group '{group}' does not exist")
+        elif description.state == "Empty":
+            click.echo(f"\nConsumer group '{group}' has no active members.", err=True)
+        elif description.state in ("PreparingRebalance", "CompletingRebalance"):
+            click.echo(f"\nWarning: Consumer group '{group}' is rebalancing.", err=True)
+        if state_only:
+            lines = state_lines(description)
+        elif members_only:
+            if not description.members:
+                continue
+            lines = members_lines(group, description.members, verbose)
+        else:
+            rows = admin.describe_consumer_group(group, kind="coordinator")
+            if not rows:
+                continue
+            lines = describe_lines(rows)
+        click.echo()
+        for line in lines:
+            click.echo(line)
+
+
+def _describe_zookeeper(admin, groups, members_only):
+    for group in groups:
+        rows = admin.describe_consumer_group(group, kind="zookeeper")
+        live = admin.consumer_group_members(group, kind="zookeeper")
         click.echo()
         if not live:
             click.echo(f"Consumer group '{group}' has no active members.")
@@ -167,8 +267,8 @@ def _describe(admin, groups, members_only):
             click.echo(line)
 
 
-def _reset(admin, group, topics, all_topics, to_earliest, to_latest, to_offset, shift_by,
-           execute, dry_run):
+def _reset(admin, kind, group, topics, all_topics, to_earliest, to_latest, to_offset,
+           shift_by, execute, dry_run):
     chosen = [name for name, on in (("--to-earliest", to_earliest), ("--to-latest", to_latest),
                                     ("--to-offset", to_offset is not None),
                                     ("--shift-by", shift_by is not None)) if on]
@@ -182,7 +282,7 @@ def _reset(admin, group, topics, all_topics, to_earliest, to_latest, to_offset, 
         raise CliError("groups --reset-offsets needs --topic TOPIC[:PARTITIONS] (repeatable) "
                        "or --all-topics", exit_code=2)
     strategy = {"to_earliest": to_earliest, "to_latest": to_latest, "to_offset": to_offset,
-                "shift_by": shift_by, "execute": execute}
+                "shift_by": shift_by, "execute": execute, "kind": kind}
     plan: dict = {}
     if all_topics:
         plan.update(admin.reset_consumer_group_offsets(group, None, **strategy))

@@ -18,9 +18,9 @@ rates come from the producer's acknowledged-record counter.
 ``perf consume`` prints kafka-consumer-perf-test's header and result line (start.time, end.time,
 data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms,
 fetch.MB.sec, fetch.nMsg.sec), preceded by progress lines every 5 s and followed by a one-line
-summary. It reads the topic from the beginning (all partitions, or through ``--group`` with
-``--zookeeper``: kafkalite's groups are Kafka 0.8's ZooKeeper groups, so ``--group`` with
-``--bootstrap-server`` alone stops with an error naming ``--zookeeper``).
+summary. It reads the topic from the beginning (all partitions, or as a member of ``--group``:
+a group of the brokers' coordinator, or with ``--zookeeper`` one of Kafka 0.8's ZooKeeper
+groups).
 """
 
 from __future__ import annotations
@@ -329,7 +329,8 @@ def consume_records(consumer, num_messages: int, timeout_s: float, interval_s: f
               help="records to read")
 @click.option("--timeout", "timeout_ms", type=click.IntRange(min=1), default=10000,
               show_default=True, help="stop when no record arrived for this many ms")
-@click.option("--group", default=None, help="read as this consumer group (needs --zookeeper)")
+@click.option("--group", default=None,
+              help="read as this consumer group (a ZooKeeper group with --zookeeper)")
 @click.option("--reporting-interval", type=click.IntRange(min=100), default=5000,
               show_default=True, help="ms between progress lines")
 @click.option("--hide-header", is_flag=True, help="leave out the CSV header line")
@@ -358,10 +359,9 @@ def consume(ctx, topic, messages, timeout_ms, group, reporting_interval, hide_he
     defaulted = endpoints.defaulted and not props_bootstrap
     zookeeper = None
     if group is not None:
-        zookeeper = endpoints.require_zookeeper(
-            "perf consume --group", "kafkalite's consumer groups are Kafka 0.8's, kept in "
-            "ZooKeeper; there is no broker-side group coordinator yet")
         settings["group_id"] = group
+        if endpoints.zookeeper is not None:      # Kafka 0.8's group, in ZooKeeper
+            zookeeper = endpoints.require_zookeeper("perf consume --group")
     elif endpoints.zookeeper_given and not endpoints.bootstrap_given:
         zookeeper = endpoints.zookeeper_value    # only to find the brokers
     if zookeeper is not None:

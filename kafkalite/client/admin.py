@@ -11,9 +11,10 @@ instead, with the whole dict attached as ``exc.results`` -- so ``create_topics([
 returns (everything succeeded) or raises, e.g. TopicAlreadyExistsError.
 
 What needs ZooKeeper (``zookeeper=``): the brokers serve topics, partitions, leaders, ISR, topic
-ids (Metadata), config overrides (DescribeConfigs), creation and deletion, so those work with
-``bootstrap_servers`` alone. ZooKeeper-era consumer groups, changing config overrides, topics
-marked for deletion, preferred elections and reassignments go through ZooKeeper, as in Kafka's
+ids (Metadata), config overrides (DescribeConfigs), creation and deletion, and consumer groups
+of their group coordinator (``admin_groups``), so those work with ``bootstrap_servers`` alone.
+ZooKeeper-era (Kafka 0.8) consumer groups, changing config overrides, topics marked for
+deletion, preferred elections and reassignments go through ZooKeeper, as in Kafka's
 ZooKeeper-era tools; without ``zookeeper=`` they raise ConfigError.
 """
 
@@ -552,19 +553,247 @@ class AdminClient:
                 + "; do these partitions exist and have a live leader?")
         return found
 
-    # consumer groups
-    def list_consumer_groups(self) -> list[str]:
-        """Every consumer group known to ZooKeeper (``/consumers/<g>``), sorted."""
-        return sorted(self._zk().list_consumer_groups())
+    # consumer groups, both generations (admin_groups): the brokers' coordinator groups always,
+    # ZooKeeper groups when this client has zookeeper=; ``kind`` ("coordinator" or "zookeeper")
+    # chooses one, None means both for listings and, for one group, its ZooKeeper kind when it
+    # exists there (this client having zookeeper=), else its coordinator kind.
+    def list_consumer_groups(self, kind: str | None = None) -> list:
+        """Every consumer group, sorted: ``ConsumerGroupListing`` values, which are the group
+        names (``str``) carrying ``kind``, ``protocol_type`` and ``state``."""
+        from kafkalite.client import admin_groups as ag
 
-    def describe_consumer_group(self, group: str) -> list[ConsumerGroupPartition]:
-        """One row per partition of the group's topics: committed offset, log end offset (the
-        high watermark, from the leaders), lag, and the owning member; then one row per live
-        member that owns nothing (topic and partition None). Missing values are None.
+        kind = ag.check_kind(kind)
+        found = []
+        if kind in (None, ag.COORDINATOR):
+            found += ag.list_coordinator_groups(self)
+        if kind == ag.ZOOKEEPER or (kind is None and self.zookeeper is not None):
+            found += [ag.ConsumerGroupListing(name, ag.ZOOKEEPER)
+                      for name in self._zk().list_consumer_groups()]
+        return sorted(found, key=lambda g: (str(g), g.kind))
 
-        The group's topics are those it committed offsets for, owns, or subscribes to.
-        GroupIdNotFoundError if the group does not exist.
+    def _group_kind(self, group: str, kind: str | None) -> str:
+        from kafkalite.client import admin_groups as ag
+
+        if ag.check_kind(kind) is not None:
+            return kind
+        if self.zookeeper is not None:
+            import zk_schema
+
+            try:
+                path = zk_schema.consumers.group_path(group)
+            except zk_schema.SchemaError:
+                return ag.COORDINATOR
+            if self._zk().exists(path):
+                return ag.ZOOKEEPER
+        return ag.COORDINATOR
+
+    def describe_consumer_group(self, group: str, kind: str | None = None
+                                ) -> list[ConsumerGroupPartition]:
+        """One row per partition: committed offset, log end offset (the high watermark, from
+        the leaders), lag, and the owning member (with its host and client id where the kind
+        knows them); then one row per live member that owns nothing (topic and partition
+        None). Missing values are None; each row says its ``kind``.
+
+        Coordinator groups: the members' assigned partitions and every committed partition.
+        ZooKeeper groups: the partitions of the topics the group committed offsets for, owns,
+        or subscribes to. GroupIdNotFoundError if the group does not exist.
         """
+        from kafkalite.client import admin_groups as ag
+
+        if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
+            return ag.describe_coordinator_group_offsets(self, group, ConsumerGroupPartition)
+        return self._describe_zookeeper_group(group)
+
+    def describe_consumer_groups(self, groups: Iterable[str], kind: str | None = None) -> list:
+        """``ConsumerGroupDescription`` of each group (Kafka's describeConsumerGroups): state,
+        assignment strategy, coordinator, members with their client ids, hosts and partitions.
+        A coordinator group that does not exist is described as Dead, as Kafka does."""
+        from kafkalite.client import admin_groups as ag
+
+        out = []
+        for group in groups:
+            if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
+                out.append(ag.describe_coordinator_group(self, group))
+                continue
+            self._require_group(group)
+            zk = self._zk()
+            registrations = zk.get_consumer_registrations(group)
+            owned: dict[str, list[TopicPartition]] = {member: [] for member in registrations}
+            from zk_schema.consumers import PartitionOwner
+
+            for (topic, partition), owner in sorted(zk.get_partition_owners(group).items()):
+                member = PartitionOwner(owner).member_id
+                owned.setdefault(member, []).append(TopicPartition(topic, partition))
+            members = [ag.MemberDescription(member, None, None, _member_host(group, member),
+                                            tps) for member, tps in sorted(owned.items())]
+            out.append(ag.ConsumerGroupDescription(
+                group, ag.ZOOKEEPER, "Stable" if registrations else "Empty", "consumer", "",
+                None, members))
+        return out
+
+    def list_consumer_group_offsets(self, group: str, partitions=None,
+                                    kind: str | None = None) -> dict:
+        """``{TopicPartition: OffsetAndMetadata}`` the group committed (kafka-python's
+        name)."""
+        from kafkalite.client import admin_groups as ag
+        from kafkalite.client.structs import OffsetAndMetadata
+
+        if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
+            return ag.fetch_committed(self, group, partitions)
+        self._require_group(group)
+        stored = self._zk().get_consumer_offsets(group)
+        wanted = None if partitions is None else {(tp[0], tp[1]) for tp in partitions}
+        return {TopicPartition(t, p): OffsetAndMetadata(off, "")
+                for (t, p), off in sorted(stored.items()) if wanted is None or (t, p) in wanted}
+
+    def consumer_group_members(self, group: str, kind: str | None = None) -> list[str]:
+        """The live members of ``group``, sorted (ZooKeeper: its ``/consumers/<g>/ids``)."""
+        from kafkalite.client import admin_groups as ag
+
+        if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
+            return sorted(x.member_id for x in ag.describe_coordinator_group(self, group).members)
+        self._check_group_name(group)
+        return sorted(self._zk().get_consumer_members(group))
+
+    def delete_consumer_group(self, group: str, kind: str | None = None) -> None:
+        """Remove a group and its committed offsets. NonEmptyGroupError while it has live
+        members, GroupIdNotFoundError if it does not exist."""
+        from kafkalite.client import admin_groups as ag
+
+        if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
+            error = ag.delete_coordinator_groups(self, [group])[group]
+            if error is not None:
+                raise error
+            return
+        self._require_group(group)
+        try:
+            self._zk().delete_consumer_group(group)
+        except errors.NonEmptyGroupError:
+            raise errors.NonEmptyGroupError(
+                f"consumer group '{group}' has live members; stop its consumers before "
+                f"deleting it") from None
+
+    def delete_consumer_group_offsets(self, group: str, partitions) -> dict:
+        """Delete a coordinator group's committed offsets of ``partitions`` (OffsetDelete;
+        refused for topics the group still consumes): ``{tp: None | KafkaError}``."""
+        from kafkalite.client import admin_groups as ag
+
+        return ag.delete_coordinator_offsets(self, self._check_group_id(group), partitions)
+
+    def reset_consumer_group_offsets(self, group: str, topic=None, *, partitions=None,
+                                     to_earliest: bool = False, to_latest: bool = False,
+                                     to_offset: int | None = None, shift_by: int | None = None,
+                                     execute: bool = False,
+                                     kind: str | None = None) -> dict[TopicPartition, int]:
+        """Plan (and with ``execute=True`` write) new committed offsets for ``group``.
+
+        ``topic``: a name, a list of names, or None for every topic the group committed offsets
+        for; ``partitions`` (with one topic) restricts the partitions. Exactly one strategy:
+        ``to_earliest``, ``to_latest``, ``to_offset`` (clamped into the log's range, as Kafka
+        does) or ``shift_by`` (from the committed offset, clamped). Refused with
+        NonEmptyGroupError while the group has live members (a coordinator group: unless it is
+        Empty or Dead, with Kafka's message). Returns ``{tp: new offset}``.
+        """
+        from kafkalite.client import admin_groups as ag
+
+        strategies = [to_earliest, to_latest, to_offset is not None, shift_by is not None]
+        if sum(bool(s) for s in strategies) != 1:
+            raise errors.InvalidRequestError(
+                "give exactly one of to_earliest, to_latest, to_offset, shift_by")
+        kind = self._group_kind(self._check_group_id(group), kind)
+        if kind == ag.COORDINATOR:
+            def refuse():
+                ag.refuse_active_coordinator_group(self, group)
+            refuse()
+            committed = {(tp.topic, tp.partition): om.offset
+                         for tp, om in ag.fetch_committed(self, group).items()}
+            partitions_of = self._metadata_partitions
+
+            def write(plan):
+                ag.commit_coordinator_offsets(self, group, plan)
+        else:
+            self._check_group_name(group)
+            zk = self._zk()
+
+            def refuse():
+                self._refuse_active_group(group)
+            refuse()
+            committed = zk.get_consumer_offsets(group)
+
+            def partitions_of(names):
+                return {t: sorted(a.partitions)
+                        for t, a in self._zk_assignments(names).items()}
+
+            def write(plan):
+                zk.set_consumer_offsets(group, {(tp.topic, tp.partition): off
+                                                for tp, off in plan.items()})
+        if topic is None:
+            topics = sorted({t for t, _ in committed})
+            if not topics:
+                raise errors.GroupIdNotFoundError(
+                    f"consumer group '{group}' has no committed offsets; name the topic(s) to "
+                    f"reset")
+        else:
+            topics = [topic] if isinstance(topic, str) else list(dict.fromkeys(topic))
+        known = partitions_of(topics)
+        tps: list[TopicPartition] = []
+        if partitions is not None:
+            if len(topics) != 1:
+                raise errors.InvalidRequestError("partitions can only be given with one topic")
+            have = known[topics[0]]
+            for p in partitions:
+                if p not in have:
+                    raise errors.UnknownTopicOrPartitionError(
+                        f"topic '{topics[0]}' has no partition {p} (it has 0..{len(have) - 1})")
+                tps.append(TopicPartition(topics[0], int(p)))
+        else:
+            for t in topics:
+                tps += [TopicPartition(t, p) for p in known[t]]
+        earliest = self._list_offsets(tps, -2, raise_missing=True)
+        latest = self._list_offsets(tps, -1, raise_missing=True)
+        plan: dict[TopicPartition, int] = {}
+        for tp in tps:
+            low, high = earliest[tp], latest[tp]
+            if to_earliest:
+                target = low
+            elif to_latest:
+                target = high
+            elif to_offset is not None:
+                target = int(to_offset)
+            else:
+                current = committed.get((tp.topic, tp.partition))
+                if current is None:
+                    raise errors.InvalidRequestError(
+                        f"cannot shift the offset of {tp}: the group has no committed offset "
+                        f"there; use to_earliest, to_latest or to_offset for it")
+                target = current + int(shift_by)
+            plan[tp] = min(max(target, low), high)
+        if execute:
+            refuse()
+            write(plan)
+        return plan
+
+    def _metadata_partitions(self, topics: list[str]) -> dict[str, list[int]]:
+        """``{topic: sorted partition ids}`` from the brokers; UnknownTopicOrPartitionError
+        naming a topic that does not exist."""
+        for name in topics:
+            validate_topic_name(name)
+        snap = self._cluster.refresh(topics=list(topics))
+        out = {}
+        for name in topics:
+            if name not in snap.topics:
+                raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
+            out[name] = sorted(snap.topics[name])
+        return out
+
+    @staticmethod
+    def _check_group_id(group) -> str:
+        if not isinstance(group, str) or not group:
+            raise errors.InvalidRequestError(f"group id must be a non-empty string, got "
+                                             f"{group!r}")
+        return group
+
+    def _describe_zookeeper_group(self, group: str) -> list[ConsumerGroupPartition]:
         import re
 
         from zk_schema.consumers import PartitionOwner
@@ -607,89 +836,6 @@ class AdminClient:
                 rows.append(ConsumerGroupPartition(group, None, None, None, None, None, member,
                                                    _member_host(group, member), None))
         return rows
-
-    def consumer_group_members(self, group: str) -> list[str]:
-        """The live members of ``group`` (their ``/consumers/<g>/ids`` znodes), sorted."""
-        self._check_group_name(group)
-        return sorted(self._zk().get_consumer_members(group))
-
-    def delete_consumer_group(self, group: str) -> None:
-        """Remove a group and its committed offsets. NonEmptyGroupError while it has live
-        members, GroupIdNotFoundError if it does not exist."""
-        self._require_group(group)
-        try:
-            self._zk().delete_consumer_group(group)
-        except errors.NonEmptyGroupError:
-            raise errors.NonEmptyGroupError(
-                f"consumer group '{group}' has live members; stop its consumers before "
-                f"deleting it") from None
-
-    def reset_consumer_group_offsets(self, group: str, topic=None, *, partitions=None,
-                                     to_earliest: bool = False, to_latest: bool = False,
-                                     to_offset: int | None = None, shift_by: int | None = None,
-                                     execute: bool = False) -> dict[TopicPartition, int]:
-        """Plan (and with ``execute=True`` write) new committed offsets for ``group``.
-
-        ``topic``: a name, a list of names, or None for every topic the group committed offsets
-        for; ``partitions`` (with one topic) restricts the partitions. Exactly one strategy:
-        ``to_earliest``, ``to_latest``, ``to_offset`` (clamped into the log's range, as Kafka
-        does) or ``shift_by`` (from the committed offset, clamped). Refused with
-        NonEmptyGroupError while the group has live members. Returns ``{tp: new offset}``.
-        """
-        strategies = [to_earliest, to_latest, to_offset is not None, shift_by is not None]
-        if sum(bool(s) for s in strategies) != 1:
-            raise errors.InvalidRequestError(
-                "give exactly one of to_earliest, to_latest, to_offset, shift_by")
-        self._check_group_name(group)
-        zk = self._zk()
-        self._refuse_active_group(group)
-        committed = zk.get_consumer_offsets(group)
-        if topic is None:
-            topics = sorted({t for t, _ in committed})
-            if not topics:
-                raise errors.GroupIdNotFoundError(
-                    f"consumer group '{group}' has no committed offsets; name the topic(s) to "
-                    f"reset")
-        else:
-            topics = [topic] if isinstance(topic, str) else list(dict.fromkeys(topic))
-        assignments = self._zk_assignments(topics)
-        tps: list[TopicPartition] = []
-        if partitions is not None:
-            if len(topics) != 1:
-                raise errors.InvalidRequestError("partitions can only be given with one topic")
-            have = assignments[topics[0]].partitions
-            for p in partitions:
-                if p not in have:
-                    raise errors.UnknownTopicOrPartitionError(
-                        f"topic '{topics[0]}' has no partition {p} (it has 0..{len(have) - 1})")
-                tps.append(TopicPartition(topics[0], int(p)))
-        else:
-            for t in topics:
-                tps += [TopicPartition(t, p) for p in sorted(assignments[t].partitions)]
-        earliest = self._list_offsets(tps, -2, raise_missing=True)
-        latest = self._list_offsets(tps, -1, raise_missing=True)
-        plan: dict[TopicPartition, int] = {}
-        for tp in tps:
-            low, high = earliest[tp], latest[tp]
-            if to_earliest:
-                target = low
-            elif to_latest:
-                target = high
-            elif to_offset is not None:
-                target = int(to_offset)
-            else:
-                current = committed.get((tp.topic, tp.partition))
-                if current is None:
-                    raise errors.InvalidRequestError(
-                        f"cannot shift the offset of {tp}: the group has no committed offset "
-                        f"there; use to_earliest, to_latest or to_offset for it")
-                target = current + int(shift_by)
-            plan[tp] = min(max(target, low), high)
-        if execute:
-            self._refuse_active_group(group)
-            zk.set_consumer_offsets(group, {(tp.topic, tp.partition): off
-                                            for tp, off in plan.items()})
-        return plan
 
     def _refuse_active_group(self, group: str) -> None:
         members = self._zk().get_consumer_members(group)
@@ -938,6 +1084,7 @@ class ConsumerGroupPartition(NamedTuple):
     consumer_id: str | None
     host: str | None
     client_id: str | None
+    kind: str = "zookeeper"          # "coordinator" (Kafka 0.9+) or "zookeeper" (Kafka 0.8)
 
 
 def _member_host(group: str, member: str) -> str | None:
