@@ -110,13 +110,11 @@ def handlers(broker) -> dict:
         gc = _coordinator(broker)
         if gc is None:
             return request.error_response(_NOT_AVAILABLE)
-        now = int(broker.reactor.seconds() * 1000)
         offsets = {}
         for t in request.topics:
-            for p in t.partitions:
+            for p in t.partitions:       # the coordinator stamps the commit time
                 offsets[(t.topic, p.partition)] = OffsetAndMetadata(
-                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "",
-                    now)
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "")
         result = gc.commit_offsets(request.group_id, request.generation_id, request.member_id,
                                    request.group_instance_id, request.retention_time_ms,
                                    offsets)

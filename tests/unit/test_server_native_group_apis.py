@@ -100,8 +100,8 @@ def test_offsets(broker):
             m.OffsetCommitPartition(0, 5, 1, "md"), m.OffsetCommitPartition(1, 6)])])))
     name, args = gc.calls[-1]
     assert args[:5] == ("g", 2, "m", None, -1)
-    assert args[5] == {("t", 0): t.OffsetAndMetadata(5, 1, "md", 1700000000000),
-                       ("t", 1): t.OffsetAndMetadata(6, -1, "", 1700000000000)}
+    assert args[5] == {("t", 0): t.OffsetAndMetadata(5, 1, "md"),
+                       ("t", 1): t.OffsetAndMetadata(6, -1, "")}
     assert response.topics == [m.OffsetCommitTopicResponse("t", [
         m.OffsetCommitPartitionResponse(0, 0), m.OffsetCommitPartitionResponse(1, 12)])]
 
