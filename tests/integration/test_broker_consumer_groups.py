@@ -129,3 +129,101 @@ def test_two_members_share_a_topic_through_the_group_coordinator(kafkalite_clust
     assert code == 0, err
     rows = describe_rows(run(capsys, "groups", "describe", "--group", "billing", *bs)[1])
     assert sum(int(r[5]) for r in rows) == 36
+
+
+@pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning")
+def test_kafkalite_and_kafka_clients_share_one_group(kafkalite_cluster_factory):
+    """Kafka's consumer protocol on both sides: a kafkalite member, a librdkafka member and a
+    kafka-python member (each with its own thread, as applications run them) split six
+    partitions 2+2+2 under the range assignor, whoever leads, and read every record once."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    kafka = pytest.importorskip("kafka")
+    import threading
+
+    cluster = kafkalite_cluster_factory(1, **{"group.initial.rebalance.delay.ms": 300,
+                                              "offsets.topic.num.partitions": 4,
+                                              "offsets.topic.replication.factor": 1})
+    bootstrap = cluster.bootstrap_servers
+    with AdminClient(bootstrap) as admin:
+        admin.create_topics([NewTopic(TOPIC, 6, 1)])
+    produce(bootstrap, 0, 300)
+
+    seen: dict[str, list] = {"kafkalite": [], "librdkafka": [], "kafka-python": []}
+    assigned: dict[str, set] = {name: set() for name in seen}
+    stop = threading.Event()
+    errors_seen: list = []
+
+    def librdkafka():
+        c = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": "mixed", "client.id": "librdkafka",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "partition.assignment.strategy": "range", "session.timeout.ms": 10000})
+        try:
+            c.subscribe([TOPIC])
+            while not stop.is_set():
+                msg = c.poll(0.1)
+                assigned["librdkafka"] = {tp.partition for tp in c.assignment()}
+                if msg is None or msg.error():
+                    continue
+                seen["librdkafka"].append((msg.partition(), msg.offset()))
+                c.commit(msg, asynchronous=False)
+        except Exception as exc:  # noqa: BLE001
+            errors_seen.append(exc)
+        finally:
+            c.close()
+
+    def kafka_python():
+        c = kafka.KafkaConsumer(
+            TOPIC, bootstrap_servers=bootstrap, group_id="mixed", client_id="kafka-python",
+            auto_offset_reset="earliest", enable_auto_commit=False,
+            partition_assignment_strategy=[kafka.coordinator.assignors.range.RangePartitionAssignor])
+        try:
+            while not stop.is_set():
+                got = c.poll(timeout_ms=100)
+                assigned["kafka-python"] = {tp.partition for tp in c.assignment()}
+                for recs in got.values():
+                    seen["kafka-python"].extend((r.partition, r.offset) for r in recs)
+                if got:
+                    c.commit()
+        except Exception as exc:  # noqa: BLE001
+            errors_seen.append(exc)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=fn, daemon=True) for fn in (librdkafka, kafka_python)]
+    for t in threads:
+        t.start()
+    ours = Consumer(TOPIC, bootstrap_servers=bootstrap, group_id="mixed", client_id="kafkalite",
+                    auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not errors_seen:
+            got = ours.poll(timeout_ms=100)
+            assigned["kafkalite"] = {tp.partition for tp in ours.assignment()}
+            for recs in got.values():
+                seen["kafkalite"].extend((r.partition, r.offset) for r in recs)
+            if got:
+                ours.commit()
+            sizes = [len(a) for a in assigned.values()]
+            if sizes == [2, 2, 2] and sum(map(len, seen.values())) >= 300 \
+                    and set().union(*assigned.values()) == set(range(6)):
+                break
+        assert not errors_seen, errors_seen
+        assert [len(a) for a in assigned.values()] == [2, 2, 2], assigned
+        assert set().union(*assigned.values()) == set(range(6)), assigned
+        with AdminClient(bootstrap) as admin:
+            [group] = admin.describe_consumer_groups(["mixed"])
+        assert group.state == "Stable" and group.assignment_strategy == "range"
+        assert sorted(x.client_id for x in group.members) == ["kafka-python", "kafkalite",
+                                                              "librdkafka"]
+        by_member = {x.client_id: {tp.partition for tp in x.assignment} for x in group.members}
+        assert by_member == assigned
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        ours.close()
+    every = [r for records in seen.values() for r in records]
+    counts = collections.Counter(every)
+    # records read before the last rebalance were committed, so none is read twice
+    assert len(counts) == 300 and max(counts.values()) == 1, counts.most_common(3)
