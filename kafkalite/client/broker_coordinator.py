@@ -736,7 +736,10 @@ class BrokerCoordinator(Coordinator):
                 with self._cv:
                     if self._closed:
                         return
-                    if self._state != _STABLE or self._rejoin_needed:
+                    # heartbeats go on while a rebalance waits for this member's next poll
+                    # (they keep its session; the coordinator answers REBALANCE_IN_PROGRESS),
+                    # and stop once it rejoins or has no generation any more
+                    if self._state != _STABLE or self.generation_id < 0:
                         self._cv.wait(1.0)
                         continue
                     now = self._clock()

@@ -290,3 +290,25 @@ def test_fatal_join_errors_reach_the_caller(cluster):
             b.close()
     finally:
         a.close()
+
+
+def test_a_member_busy_during_a_rebalance_keeps_its_session(cluster):
+    """Heartbeats go on while the group waits for a member's next poll: one that processes for
+    longer than the session timeout still rejoins under its own member id."""
+    cluster.create_topic("t", 2)
+    a = member(cluster, "t", session_timeout_ms=600, heartbeat_interval_ms=100)
+    try:
+        drive([a], lambda: len(a.assignment()) == 2)
+        first_id = a._coordinator.member_id
+        b = member(cluster, "t", session_timeout_ms=600, heartbeat_interval_ms=100)
+        try:
+            deadline = time.monotonic() + 1.5      # b waits in JoinGroup; a is "busy"
+            while time.monotonic() < deadline:
+                b.poll(timeout_ms=50)
+            assert first_id in cluster.groups.groups["g"].members
+            drive([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
+            assert a._coordinator.member_id == first_id
+        finally:
+            b.close()
+    finally:
+        a.close()
