@@ -552,3 +552,13 @@ def test_build_passes_entities_through_and_makes_tuples():
     assert build(cls, entity) is entity
     assert isinstance(entity.topics, tuple) and isinstance(entity.brokers, tuple)
     assert isinstance(entity.topics[0].partitions[0].replica_nodes, tuple)
+
+
+def test_none_in_a_field_an_older_version_cannot_null_goes_out_empty():
+    # JoinGroup's protocol_name is nullable only from v7: a MEMBER_ID_REQUIRED answer to a v5
+    # client once failed to encode, dropping librdkafka's connection on every join
+    values = {"throttle_time": 0, "error_code": 79, "generation_id": -1, "protocol_type": None,
+              "protocol_name": None, "leader": "", "member_id": "m-1", "members": []}
+    _, v5 = codec.decode_response(11, 5, codec.encode_response(11, 5, 1, values))
+    _, v7 = codec.decode_response(11, 7, codec.encode_response(11, 7, 1, values))
+    assert (v5.protocol_name, v7.protocol_name, v7.protocol_type) == ("", None, None)

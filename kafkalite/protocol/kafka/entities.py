@@ -32,6 +32,8 @@ _KIND_ENTITY = 4
 _KIND_ENTITIES = 5
 _KIND_TUPLE = 6
 _KIND_DATETIME = 7
+_KIND_TEXT = 8      # a string field that this version does not allow to be null
+_KIND_BLOB = 9      # a bytes field that this version does not allow to be null
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -60,6 +62,12 @@ def _nested_entity(annotation) -> tuple[int, type | None]:
     return _KIND_PLAIN, None
 
 
+def _is_optional(annotation) -> bool:
+    return (typing.get_origin(annotation) is typing.Union
+            or isinstance(annotation, type(int | None))) and type(None) in typing.get_args(
+                annotation)
+
+
 @lru_cache(maxsize=None)
 def _fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
@@ -75,6 +83,10 @@ def _fields(cls: type) -> tuple[_Field, ...]:
             out.append(_Field(f.name, _KIND_DATETIME, None, required))
         elif kafka_type == "uuid":
             out.append(_Field(f.name, _KIND_UUID, None, required))
+        elif (kafka_type in ("string", "bytes") and not _is_optional(hints[f.name])
+              and typing.get_origin(hints[f.name]) is not tuple):
+            out.append(_Field(f.name, _KIND_TEXT if kafka_type == "string" else _KIND_BLOB,
+                              None, required))
         elif kafka_type is not None:
             kind, nested = _nested_entity(hints[f.name])
             out.append(_Field(f.name, kind if kind == _KIND_TUPLE else _KIND_PLAIN, None,
@@ -121,6 +133,12 @@ def millis(value) -> int:
 
 def _convert(f: _Field, value: Any) -> Any:
     kind = f.kind
+    if kind == _KIND_TEXT or kind == _KIND_BLOB:
+        # one value serves every version: where an older version has no null (JoinGroup's
+        # protocol_name is nullable only from v7), None goes out empty, as Kafka sends it
+        if value is None:
+            return "" if kind == _KIND_TEXT else b""
+        return value
     if kind == _KIND_PLAIN or value is None and kind != _KIND_ERROR:
         if kind == _KIND_UUID:
             return _ZERO_UUID
