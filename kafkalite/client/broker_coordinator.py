@@ -152,6 +152,7 @@ class BrokerCoordinator(Coordinator):
         self._fatal: KafkaError | None = None
         self._coordinator: tuple[int, str, int] | None = None
         self._coordinator_epoch = 0
+        self._last_found = self._last_dead = None     # for quieter logs during failovers
         self._next_join_at = 0.0
         self._last_poll = clock()
         self._next_heartbeat = 0.0
@@ -370,16 +371,21 @@ class BrokerCoordinator(Coordinator):
             if self._coordinator is None and self._coordinator_epoch == epoch:
                 self._coordinator = found
                 self._coordinator_epoch += 1
-                log.info("group %s: discovered coordinator %s:%d (id %d)", self.group_id,
-                         found[1], found[2], found[0])
+                # while leadership moves, brokers still name the dead one for a while
+                level = logging.DEBUG if found == self._last_found else logging.INFO
+                self._last_found = found
+                log.log(level, "group %s: discovered coordinator %s:%d (id %d)", self.group_id,
+                        found[1], found[2], found[0])
             return self._coordinator_epoch, self._coordinator
 
     def _coordinator_dead(self, epoch: int, why: str) -> None:
         with self._cv:
             if self._coordinator_epoch == epoch and self._coordinator is not None:
-                log.info("group %s: coordinator %s:%d (id %d) is unavailable or invalid (%s); "
-                         "will look it up again", self.group_id, self._coordinator[1],
-                         self._coordinator[2], self._coordinator[0], why)
+                level = logging.DEBUG if self._coordinator == self._last_dead else logging.INFO
+                self._last_dead = self._coordinator
+                log.log(level, "group %s: coordinator %s:%d (id %d) is unavailable or invalid "
+                        "(%s); will look it up again", self.group_id, self._coordinator[1],
+                        self._coordinator[2], self._coordinator[0], why)
                 self._coordinator = None
                 self._coordinator_epoch += 1
 

@@ -173,10 +173,12 @@ def test_kafkalite_and_kafka_clients_share_one_group(kafkalite_cluster_factory):
             c.close()
 
     def kafka_python():
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
         c = kafka.KafkaConsumer(
             TOPIC, bootstrap_servers=bootstrap, group_id="mixed", client_id="kafka-python",
             auto_offset_reset="earliest", enable_auto_commit=False,
-            partition_assignment_strategy=[kafka.coordinator.assignors.range.RangePartitionAssignor])
+            partition_assignment_strategy=[RangePartitionAssignor])
         try:
             while not stop.is_set():
                 got = c.poll(timeout_ms=100)
