@@ -229,3 +229,32 @@ def test_kafkalite_and_kafka_clients_share_one_group(kafkalite_cluster_factory):
     counts = collections.Counter(every)
     # records read before the last rebalance were committed, so none is read twice
     assert len(counts) == 300 and max(counts.values()) == 1, counts.most_common(3)
+
+
+def test_console_consumer_group_through_the_brokers(kafkalite_cluster_factory, capsys,
+                                                    monkeypatch):
+    """``consume --group`` with ``--bootstrap-server`` joins a coordinator group and commits
+    when it stops; ``groups`` shows where it stopped. ``perf consume --group`` likewise."""
+    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
+    cluster = kafkalite_cluster_factory(1, **{"group.initial.rebalance.delay.ms": 0,
+                                              "offsets.topic.num.partitions": 2,
+                                              "offsets.topic.replication.factor": 1})
+    bootstrap = cluster.bootstrap_servers
+    bs = ("--bootstrap-server", bootstrap)
+    with AdminClient(bootstrap) as admin:
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])
+    produce(bootstrap, 0, 5)
+    code, out, err = run(capsys, "consume", "--topic", TOPIC, "--group", "console",
+                         "--from-beginning", "--max-messages", "3", "--timeout-ms", "20000", *bs)
+    assert (code, out) == (0, "order-0\norder-1\norder-2\n"), err
+    code, out, err = run(capsys, "groups", "describe", "--group", "console", *bs)
+    assert code == 0, err
+    assert describe_rows(out) == [["console", TOPIC, "0", "3", "5", "2", "-", "-", "-"]]
+    code, out, err = run(capsys, "consume", "--topic", TOPIC, "--group", "console",
+                         "--max-messages", "2", "--timeout-ms", "20000", *bs)
+    assert (code, out) == (0, "order-3\norder-4\n"), err       # goes on from the commit
+    code, out, err = run(capsys, "perf", "consume", "--topic", TOPIC, "--messages", "5",
+                         "--group", "perf-group", "--timeout", "20000", *bs)
+    assert code == 0, err
+    with AdminClient(bootstrap) as admin:
+        assert sorted(admin.list_consumer_groups()) == ["console", "perf-group"]
