@@ -58,16 +58,11 @@ def join_group(broker, request, version, connection, client_id):
                 "member_id": r.member_id,
                 "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                              "metadata": m.metadata} for m in r.members]}
-    def for_version(values: dict) -> dict:
-        # protocol_name is nullable from v7 only: before, "no protocol" is ""
-        if version < 7 and values.get("protocol_name") is None:
-            values = {**values, "protocol_name": ""}
-        return values
     return _group_call(broker, answer_unavailable_join(), lambda c: c.join_group(
         request.group_id, request.member_id, getattr(request, "group_instance_id", None),
         client_id or "", _client_host(connection), rebalance, session, request.protocol_type,
         protocols, version >= 4)).addCallback(
-            lambda r: r if isinstance(r, dict) else answer(r)).addCallback(for_version)
+            lambda r: r if isinstance(r, dict) else answer(r))
 
 
 def answer_unavailable_join() -> dict:
