@@ -889,6 +889,7 @@ class Consumer:
         now = time.monotonic()
         deadline = now + timeout
         self._maybe_auto_commit(now)
+        looked = False
         while True:
             self._update_metadata()
             if self._needs_reset:
@@ -902,7 +903,12 @@ class Consumer:
                 return chunks
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return []
+                if looked or not self._in_flight:
+                    return []
+                # poll(timeout_ms=0) still reads what has arrived, as kafka-python's does:
+                # one look at the sockets without waiting, then one more drain
+                looked = True
+                remaining = 0
             self._wait(remaining)
 
     def poll(self, timeout_ms: float = 0, max_records: int | None = None,

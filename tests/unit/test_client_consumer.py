@@ -448,3 +448,19 @@ def test_deleted_topic_leaves_the_assignment():
             assert c.assignment() == set()
     finally:
         cluster.close()
+
+
+def test_a_poll_zero_loop_returns_what_has_arrived(cluster):
+    # poll(timeout_ms=0) once never read the sockets, so a loop of it never saw a record
+    cluster.create_topic("t", 1)
+    fill(cluster, n=30)
+    with make(cluster, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        got: list = []
+        polls = 0
+        deadline = time.monotonic() + 10
+        while len(got) < 30 and time.monotonic() < deadline:
+            polls += 1
+            for recs in c.poll(timeout_ms=0).values():
+                got.extend(recs)
+        assert [r.offset for r in got] == list(range(30)), f"after {polls} polls"
