@@ -343,6 +343,9 @@ class Consumer:
                 self._needs_reset = True
 
     def on_partitions_assigned(self, assigned: set) -> None:
+        # the new assignment is in place before the user's listener runs, so it may pause(),
+        # seek() or position() the partitions it was just given, as the Java client allows
+        self._set_assignment(set(assigned))
         if self._listener is not None and hasattr(self._listener, "on_partitions_assigned"):
             self._listener.on_partitions_assigned(assigned)
 

@@ -312,3 +312,28 @@ def test_a_member_busy_during_a_rebalance_keeps_its_session(cluster):
             b.close()
     finally:
         a.close()
+
+
+def test_pause_inside_on_partitions_assigned_holds_back_that_partition(cluster):
+    # pause() in the listener raised IllegalStateError: the assignment was applied after it ran
+    cluster.create_topic("t", 2)
+    fill(cluster, partition=0, n=5)
+    fill(cluster, partition=1, n=5)
+    seen: list = []
+
+    class Pauser(Listener):
+        def on_partitions_assigned(self, tps):
+            super().on_partitions_assigned(tps)
+            c.pause(TopicPartition("t", 1))
+
+    c = member(cluster)
+    c.subscribe(["t"], listener=Pauser())
+    try:
+        drive([c], lambda: len(seen) >= 5, seen=seen)
+        assert c.paused() == {TopicPartition("t", 1)}
+        assert {p for p, _o, _i in seen} == {0}
+        c.resume(TopicPartition("t", 1))
+        drive([c], lambda: len(seen) >= 10, seen=seen)
+    finally:
+        c.close()
+    assert sorted((p, o) for p, o, _i in seen) == [(p, o) for p in (0, 1) for o in range(5)]
