@@ -3,8 +3,8 @@
 kcat, confluent-kafka (librdkafka), kafka-python and aiokafka speak Kafka's own protocol to the
 brokers' ports: metadata, topic administration, idempotent acks=all produce, fetch, ListOffsets
 by timestamp, CreatePartitions and DescribeConfigs. One cluster serves the whole module; every
-test uses topics of its own. Clients only ever assign partitions: kafkalite has no broker-side
-group coordinator yet (DESIGN.md section 9).
+test uses topics of its own. Clients here assign partitions; their consumer groups (the brokers'
+group coordinator) are tested in test_broker_consumer_groups.py and the system tests.
 """
 
 from __future__ import annotations
