@@ -2,10 +2,11 @@
 ``poll()`` loop, against a real broker, with the garbage collector on.
 
     python bench/plain_loop_bench.py [--records 1000000] [--value-size 100]
-                                     [--bootstrap-server HOST:PORT]
+                                     [--bootstrap-server HOST:PORT] [--linger-ms MS]
 
 Without ``--bootstrap-server`` it starts its own ZooKeeper and one broker. No tricks in the loop:
-no ``map()``, no gc switch, default client settings apart from ``acks=1``.
+no ``map()``, no gc switch, default client settings apart from ``acks=1`` (and ``linger_ms``
+when ``--linger-ms`` is given, to compare with the default).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
 
 
-def produce_loop(bootstrap: str, topic: str, n: int, value: bytes) -> float:
-    producer = Producer(bootstrap_servers=bootstrap, acks=1)
+def produce_loop(bootstrap: str, topic: str, n: int, value: bytes, **settings) -> float:
+    producer = Producer(bootstrap_servers=bootstrap, acks=1, **settings)
     start = time.perf_counter()
     for _ in range(n):
         producer.send(topic, value)
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--bootstrap-server")
+    parser.add_argument("--linger-ms", type=float, help="the producer's linger_ms (default: "
+                        "the Producer's default)")
     args = parser.parse_args()
     cluster = zk = None
     bootstrap = args.bootstrap_server
@@ -70,8 +73,10 @@ def main() -> None:
             admin.create_topics([NewTopic(topic, 1, 1)], timeout_ms=30000)
         value = os.urandom(args.value_size // 2).hex().encode()[:args.value_size]
         n = args.records
-        seconds = produce_loop(bootstrap, topic, n, value)
-        print(f"for-loop send() acks=1   {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
+        settings = {} if args.linger_ms is None else {"linger_ms": args.linger_ms}
+        seconds = produce_loop(bootstrap, topic, n, value, **settings)
+        linger = "" if args.linger_ms is None else f" linger_ms={args.linger_ms:g}"
+        print(f"for-loop send() acks=1{linger}   {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
         seconds = poll_loop(bootstrap, topic, n)
         print(f"poll() loop              {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
     finally:

@@ -215,9 +215,10 @@ def connection_hint(exc: Exception, bootstrap=None, zookeeper: str | None = None
 
     default = " (the default: neither --bootstrap-server nor --zookeeper was given)"
     if isinstance(exc, errors.NoBrokersAvailableError) and isinstance(bootstrap, str):
+        refused = " (connection refused)" if getattr(exc, "refused", False) else ""
         if defaulted:
-            return f"no broker answered at {bootstrap}{default}: {BOTH_FLAGS}"
-        return (f"no broker answered at {bootstrap}: is the cluster up? Pass "
+            return f"no broker answered at {bootstrap}{refused}{default}: {BOTH_FLAGS}"
+        return (f"no broker answered at {bootstrap}{refused}: is the cluster up? Pass "
                 f"--bootstrap-server HOST:PORT or set KAFKALITE_BOOTSTRAP_SERVER")
     if isinstance(exc, errors.ZooKeeperError) and zookeeper is not None:
         where = default if defaulted else ""

@@ -3,7 +3,10 @@
 ``send()`` appends a ``(timestamp, key, value, headers)`` tuple to the partition's open batch
 under one short lock; nothing is encoded then. A batch *closes* when it reaches ``batch_size``
 (estimated bytes) and becomes *sendable* when closed, when ``linger_ms`` has passed since its
-first record, or when a flush or close is in progress.
+first record, or when a flush or close is in progress. With ``linger_ms=0`` (the producer's
+default, as Kafka's) an open batch is sendable at once -- but only while no unit of its partition
+is in flight: records appended meanwhile gather in the open batch and go together when the
+answer comes back, which is what makes a busy ``send()`` loop batch without any linger.
 
 The sender thread ``drain``s: per partition whose leader is known and can take a request, it
 takes the sendable batches in order -- plus the open batch behind them, which would otherwise
@@ -99,10 +102,12 @@ class _PartitionQueue:
 class RecordAccumulator:
     """Per-partition queues of batches; thread-safe (one lock, held briefly)."""
 
-    def __init__(self, batch_size: int = 16384, linger_ms: float = 5,
+    def __init__(self, batch_size: int = 16384, linger_ms: float = 0,
                  buffer_memory: int = 33554432, coalesce_bytes: int = 1 << 20,
-                 wakeup: Callable[[], None] | None = None, max_block: float = 60.0):
+                 wakeup: Callable[[], None] | None = None, max_block: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.batch_size = max(int(batch_size), 1)
+        self._clock = clock          # times batches' age (linger, delivery timeout)
         self.linger = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.coalesce_bytes = max(coalesce_bytes, self.batch_size)
@@ -137,7 +142,7 @@ class RecordAccumulator:
                 wake = True
                 if batch is not None:
                     q.closed.append(batch)
-                batch = q.open = ProducerBatch(tp, time.monotonic())
+                batch = q.open = ProducerBatch(tp, self._clock())
                 self._incomplete.add(batch.result)
             else:
                 wake = False

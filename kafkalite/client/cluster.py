@@ -202,7 +202,8 @@ class ClusterMetadata:
 
         ``topics``: a list of names, None for every topic, or (default) the tracked topics (every
         topic after ``want_all_topics()``). NoBrokersAvailableError, naming every address tried,
-        if no broker answers.
+        if no broker answers; its ``attempts`` lists them with their errors and ``refused`` says
+        whether every one refused the connection (nothing listens there).
         """
         if topics is _UNSET:
             topics = None if self._want_all else sorted(self._topics)
@@ -239,17 +240,22 @@ class ClusterMetadata:
 
     def _send_to_any(self, request):
         tried: list[str] = []
+        refused = True                  # every address tried refused the connection
+        failed = None                   # the address of the kept connection that just failed
         conn = self._conn
         if conn is not None and not conn.dead:
             try:
                 return conn.request(request)
             except (errors.NetworkError, errors.RequestTimedOutError) as exc:
                 tried.append(f"{conn.address} ({exc.message})")
+                refused = False
+                failed = (conn.host, conn.port)
                 conn.close()
                 self._conn = None
         for host, port, node_id in self._candidates():
-            if conn is not None and (host, port) == (conn.host, conn.port) and tried:
+            if (host, port) == failed:
                 continue
+            conn = None
             try:
                 conn = BrokerConnection(host, port, client_id=self.client_id,
                                         request_timeout_ms=self.request_timeout_ms,
@@ -259,14 +265,18 @@ class ClusterMetadata:
                 response = conn.request(request)
             except (errors.NetworkError, errors.RequestTimedOutError) as exc:
                 tried.append(f"{host}:{port} ({exc.message})")
+                refused = refused and getattr(exc, "refused", False)
                 if conn is not None:
                     conn.close()
                 continue
             self._conn = conn
             return response
-        raise NoBrokersAvailableError(
+        exc = NoBrokersAvailableError(
             f"no broker answered a metadata request (bootstrap servers "
             f"{self.bootstrap.describe()}); tried: {'; '.join(tried) or 'nothing'}")
+        exc.attempts = tuple(tried)
+        exc.refused = bool(tried) and refused
+        raise exc
 
     def _merge(self, response, requested) -> ClusterSnapshot:
         old = self._snapshot
@@ -347,7 +357,8 @@ class ClusterMetadata:
         code = self._snapshot.topic_errors.get(topic, 0)
         return errors.for_code(code) if code else None
 
-    def wait_for_topic(self, topic: str, timeout: float, require_all_leaders: bool = True
+    def wait_for_topic(self, topic: str, timeout: float, require_all_leaders: bool = True,
+                       on_error: Callable[[KafkaError], None] | None = None
                        ) -> dict[int, PartitionMetadata]:
         """Refresh until ``topic`` has partitions (all with a live leader when asked).
 
@@ -355,6 +366,13 @@ class ClusterMetadata:
         brokers with exponential backoff (``retry_backoff_ms`` doubling up to 1 s). Raises a
         non-retriable topic error (e.g. InvalidTopicError) at once, and KafkaTimeoutError (or the
         NoBrokersAvailableError) after ``timeout`` seconds.
+
+        One case is not worth waiting for: before any broker ever answered this client, a refresh
+        in which every address *refused* the connection (nothing listens on any bootstrap
+        address: a wrong port, a cluster that is not up) raises its NoBrokersAvailableError at
+        once, as ``topics --list`` fails. A broker that is slow, times out, or refuses after it
+        once answered (a restart, a leader moving) is retried until ``timeout``.
+        ``on_error(exc)`` is called with every failed refresh (for the caller's logging).
         """
         self.add_topics(topic)
         deadline = time.monotonic() + timeout
@@ -384,6 +402,10 @@ class ClusterMetadata:
                 snap = self.refresh()
             except NoBrokersAvailableError as exc:
                 last_error = exc
+                if on_error is not None:
+                    on_error(exc)
+                if getattr(exc, "refused", False) and self.version == 0:
+                    raise
                 if time.monotonic() >= deadline:
                     raise
         if isinstance(last_error, NoBrokersAvailableError):

@@ -21,6 +21,7 @@ Errors:
 * A socket error, the broker closing the connection, or an unreadable stream raise
   ``errors.NetworkError`` and leave the connection *dead*: every pending request is lost (the
   caller decides whether to retry; with ``acks`` it cannot know whether a produce was written).
+  A connect that the host refused (nothing listens on the port) sets ``refused`` on the error.
 * A request with no answer within ``request_timeout_ms`` of being sent raises
   ``errors.RequestTimedOutError`` and also closes the connection (its position in the stream is
   lost).
@@ -150,6 +151,9 @@ class BrokerConnection:
                                             timeout=self.connect_timeout_ms / 1000)
         except OSError as exc:
             err = NetworkError(f"cannot connect to broker {self.address}: {exc}")
+            # nothing listens there (as opposed to a slow or unreachable host): callers may
+            # give up at once instead of retrying for their whole timeout
+            err.refused = isinstance(exc, ConnectionRefusedError)
             self._dead = err
             raise err from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

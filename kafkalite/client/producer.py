@@ -23,6 +23,16 @@ Delivery rules (Kafka 2.x semantics unless said otherwise):
 * ``enable_idempotence``: the producer gets a producer id (InitProducerId) and stamps each batch
   with a per-partition sequence number; acks must be "all".
 
+Batching with ``linger_ms=0`` (the default, as Kafka's): a record that finds its partition idle
+goes out at once; records sent while that partition's request is in flight gather in the next
+batch, so a busy loop still sends full batches (Kafka's accumulator works the same way).
+
+Unreachable brokers: a producer whose bootstrap addresses all *refuse* the connection before any
+broker ever answered fails ``send()`` at once with NoBrokersAvailableError (nothing listens there;
+waiting ``max_block_ms`` would only delay the error); a slow or restarting broker is retried. A
+failing metadata refresh is logged once at WARNING, and again only when the error changes or
+after a refresh succeeded in between (repeats go to DEBUG).
+
 Serializers are not applied to None (a None value stays a tombstone). Callbacks added to futures
 run on the sender thread.
 """
@@ -93,6 +103,51 @@ def _headers_size(headers) -> tuple[tuple, int]:
     return tuple(out), size
 
 
+class RepeatedFailureLog:
+    """Logs a failure that repeats (a refresh every retry backoff) once, not at every attempt.
+
+    ``failed(exc)`` logs ``"<what>: <exc>"`` at WARNING the first time, and again only when the
+    error differs from the last one logged (another class, or other addresses or reasons) or after
+    ``succeeded()`` was called in between; repeats go to DEBUG. ``succeeded()`` after failures
+    logs one INFO line. Thread-safe (the producer's user and sender threads both report).
+    """
+
+    def __init__(self, logger: logging.Logger, what: str):
+        self._log = logger
+        self.what = what
+        self._lock = threading.Lock()
+        self._last = None          # key of the error last logged at WARNING; None: all well
+        self.repeats = 0           # failures since that WARNING
+
+    @staticmethod
+    def _key(exc: BaseException):
+        attempts = getattr(exc, "attempts", None)
+        if attempts is not None:   # NoBrokersAvailableError: the addresses and their errors
+            return type(exc), frozenset(attempts)
+        return type(exc), str(exc)
+
+    def failed(self, exc: BaseException) -> None:
+        key = self._key(exc)
+        with self._lock:
+            if key != self._last:
+                self._last = key
+                self.repeats = 0
+                self._log.warning("%s: %s", self.what, exc)
+            else:
+                self.repeats += 1
+                self._log.debug("%s (again, %d repeat(s)): %s", self.what, self.repeats, exc)
+
+    def succeeded(self) -> None:
+        if self._last is None:     # the common case, without the lock
+            return
+        with self._lock:
+            if self._last is not None:
+                self._log.info("%s: recovered after %d failure(s) in a row", self.what,
+                               self.repeats + 1)
+                self._last = None
+                self.repeats = 0
+
+
 class Producer:
     """A thread-safe producer: ``send()`` from any thread; one sender thread does the I/O.
 
@@ -106,12 +161,19 @@ class Producer:
       partition has at most one batch in flight (that is what keeps order across retries).
     * ``retries`` (default 2147483647) is bounded by ``delivery_timeout_ms`` (120000).
     * ``max_block_ms``: how long ``send()`` may wait for metadata or buffer space.
+    * ``linger_ms`` (default 0, Kafka's): how long a partition's first record waits for more
+      before its batch is sent when the partition has nothing in flight.
     * ``partitioner``: an object with ``partition(topic, key, partitions, available)`` (like
       ``DefaultPartitioner``) or a kafka-python style callable ``(key, partitions, available)``.
+
+    ``_clock`` (a monotonic clock in seconds) times linger, retry backoff, delivery timeouts and
+    metadata backoff; tests may override it in a subclass.
     """
 
+    _clock = staticmethod(time.monotonic)
+
     def __init__(self, bootstrap_servers="localhost:9092", *, client_id: str | None = None,
-                 acks=1, linger_ms: float = 5, batch_size: int = 65536,
+                 acks=1, linger_ms: float = 0, batch_size: int = 65536,
                  compression_type: str | None = None, retries: int = 2147483647,
                  retry_backoff_ms: int = 100, request_timeout_ms: int = 30000,
                  delivery_timeout_ms: int = 120000, max_block_ms: int = 60000,
@@ -164,6 +226,7 @@ class Producer:
         # topic -> sorted partition ids, and those with a live leader (replaced on refresh)
         self._partitions: dict[str, list[int]] = {}
         self._available: dict[str, list[int]] = {}
+        self._metadata_log = RepeatedFailureLog(log, "producer metadata refresh failed")
         self._cluster.add_listener(self._on_metadata)
         coalesce = max(batch_size, min(max_request_size, _MAX_COALESCE))
         self._sender = _Sender(self, coalesce, self._sender_died)
@@ -177,6 +240,7 @@ class Producer:
 
     # --- metadata ---------------------------------------------------------------------------
     def _on_metadata(self, snapshot) -> None:
+        self._metadata_log.succeeded()
         for topic, ids in snapshot.partition_ids.items():
             if ids:
                 if self._partitions.get(topic) != ids and self._sticky is not None:
@@ -187,7 +251,8 @@ class Producer:
     def _wait_on_metadata(self, topic: str) -> list[int]:
         validate_topic_name(topic)
         try:
-            self._cluster.wait_for_topic(topic, self._max_block, require_all_leaders=False)
+            self._cluster.wait_for_topic(topic, self._max_block, require_all_leaders=False,
+                                         on_error=self._metadata_log.failed)
         except KafkaTimeoutError as exc:
             raise KafkaTimeoutError(f"failed to update metadata after "
                                     f"{self._max_block * 1000:.0f} ms: {exc.message}") from None
@@ -407,9 +472,10 @@ class _Sender(threading.Thread):
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._wake_pending = False
+        self.clock = producer._clock
         self.accumulator = RecordAccumulator(cfg["batch_size"], cfg["linger_ms"],
                                              cfg["buffer_memory"], coalesce_bytes, self.wakeup,
-                                             producer._max_block)
+                                             producer._max_block, clock=self.clock)
         self.pool = self.cluster.pool()
         self._connections = ConnectionSelector()            # node -> registered connection
         self._selector = self._connections.selector
@@ -420,13 +486,21 @@ class _Sender(threading.Thread):
         self._running = True
         self._force = False
         self._metadata_backoff_until = 0.0
+        self._metadata_failures = 0         # failed refreshes in a row (exponential backoff)
+        self._metadata_log = producer._metadata_log
+        self._init_pid_log = RepeatedFailureLog(log, "InitProducerId failed (will retry)")
+        # brokers that refused or dropped a connect: node -> (retry at, failures in a row);
+        # their batches wait in the accumulator meanwhile (not counted as retries), as Kafka's
+        # reconnect backoff keeps a disconnected node's batches from being drained
+        self._unreachable: dict[int, tuple[float, int]] = {}
+        self._connect_log = RepeatedFailureLog(log, "producer cannot connect to the leader")
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict = {}
         self.failure: KafkaError | None = None
         self._on_crash = on_crash
         self.metrics = {"records_sent": 0, "requests": 0, "retries": 0, "errors": 0,
-                        "metadata_refreshes": 0}
+                        "metadata_refreshes": 0, "metadata_refresh_failures": 0}
 
     # --- control ----------------------------------------------------------------------------
     def wakeup(self) -> None:
@@ -470,17 +544,20 @@ class _Sender(threading.Thread):
         return sum(len(v) for v in self._in_flight.values())
 
     def _run_once(self) -> None:
-        now = time.monotonic()
-        if self.idempotent and self.producer_id < 0:
+        now = self.clock()
+        # records queued or in flight: only then does the sender need metadata or a producer
+        # id (send() waits for a topic's metadata itself), so an idle producer stays quiet
+        has_work = self.accumulator.buffered > 0
+        if self.idempotent and self.producer_id < 0 and has_work:
             if self._in_flight_count():        # finish what was sent under the old id first
                 self._wait(self.retry_backoff)
                 return
             if not self._init_producer_id(now):
                 self._wait(self.retry_backoff)
                 return
-        if self.cluster.stale() and now >= self._metadata_backoff_until:
+        if has_work and self.cluster.stale() and now >= self._metadata_backoff_until:
             self._refresh_metadata(now)
-            now = time.monotonic()
+            now = self.clock()
         self._expire(now)
         units_by_node, next_check, unknown = self.accumulator.drain(
             now, self._leader_for, self._can_send, self._in_flight_tps, self.max_request_size)
@@ -489,15 +566,22 @@ class _Sender(threading.Thread):
         for node, units in units_by_node.items():
             self._send_units(node, units)
         timeout = next_check
-        if unknown or self.cluster.update_requested:
-            delay = max(self._metadata_backoff_until - time.monotonic(), 0.0) or \
+        if unknown or (self.cluster.update_requested and has_work):
+            delay = max(self._metadata_backoff_until - self.clock(), 0.0) or \
                 self.retry_backoff
             timeout = delay if timeout is None else min(timeout, delay)
+        real_now = time.monotonic()        # request deadlines are the connections' (real) time
         for node, conn in self._registered.items():
             deadline = conn.oldest_deadline()
             if deadline is not None:
-                delay = max(deadline - now, 0.0)
+                delay = max(deadline - real_now, 0.0)
                 timeout = delay if timeout is None else min(timeout, delay)
+        if self._unreachable and has_work:
+            clock_now = self.clock()
+            waits = [until - clock_now for until, _n in self._unreachable.values()
+                     if until > clock_now]
+            if waits:
+                timeout = min(waits) if timeout is None else min(timeout, min(waits))
         if not self._running and not units_by_node and timeout is None:
             timeout = 0.05
         self._wait(timeout)
@@ -506,7 +590,7 @@ class _Sender(threading.Thread):
         if timeout is not None and timeout < 0:
             timeout = 0
         events = self._selector.select(timeout)
-        now = time.monotonic()
+        now = self.clock()
         for key, _mask in events:
             if key.data is None:
                 # drain first, then clear: a wakeup landing in between must not leave the flag
@@ -520,25 +604,53 @@ class _Sender(threading.Thread):
             else:
                 self._read(key.data, now)
         # request timeouts on connections that stayed silent
+        real_now = time.monotonic()
         for node, conn in list(self._registered.items()):
             deadline = conn.oldest_deadline()
-            if deadline is not None and deadline < now:
+            if deadline is not None and deadline < real_now:
                 self._read(node, now)
 
     def _leader_for(self, tp) -> int | None:
         return self.cluster.snapshot.leader_for(tp[0], tp[1])
 
     def _can_send(self, node: int) -> bool:
+        if node in self._unreachable and self._unreachable[node][0] > self.clock():
+            return False
         requests = self._in_flight.get(node)
         return requests is None or len(requests) < self.max_in_flight
+
+    def _connect(self, node: int):
+        """The connection to ``node``; on a failed connect, back off from the node
+        (``retry_backoff_ms`` doubling up to 1 s) and raise the NetworkError."""
+        try:
+            conn = self.pool.get(node)
+        except KafkaError as exc:
+            failures = self._unreachable.get(node, (0.0, 0))[1] + 1
+            backoff = min(self.retry_backoff * (1 << min(failures - 1, 16)),
+                          max(1.0, self.retry_backoff))
+            self._unreachable[node] = (self.clock() + backoff, failures)
+            self._connect_log.failed(exc)
+            self.cluster.request_update()       # the leader may have moved
+            raise
+        if self._unreachable.pop(node, None) is not None and not self._unreachable:
+            self._connect_log.succeeded()
+        return conn
 
     def _refresh_metadata(self, now: float) -> None:
         try:
             self.cluster.refresh()
             self.metrics["metadata_refreshes"] += 1
+            self._metadata_failures = 0
+            backoff = self.retry_backoff
         except KafkaError as exc:
-            log.warning("producer metadata refresh failed: %s", exc)
-        self._metadata_backoff_until = now + self.retry_backoff
+            self.metrics["metadata_refresh_failures"] += 1
+            self._metadata_log.failed(exc)
+            # back off exponentially while it keeps failing (retry_backoff_ms doubling up to
+            # 1 s, as Kafka's reconnect.backoff.max.ms); an answer resets it
+            self._metadata_failures += 1
+            backoff = min(self.retry_backoff * (1 << min(self._metadata_failures - 1, 16)),
+                          max(1.0, self.retry_backoff))
+        self._metadata_backoff_until = now + backoff
 
     def _init_producer_id(self, now: float) -> bool:
         try:
@@ -555,13 +667,14 @@ class _Sender(threading.Thread):
         except KafkaError as exc:
             if not exc.retriable:
                 raise
-            log.warning("InitProducerId failed (will retry): %s", exc)
+            self._init_pid_log.failed(exc)
             return False
         if resp.error_code:
             err = errors.for_code(resp.error_code, resp.error_message)
             if not err.retriable:
                 raise err
             return False
+        self._init_pid_log.succeeded()
         self.producer_id = resp.producer_id
         self.producer_epoch = resp.producer_epoch
         self._sequences.clear()
@@ -600,9 +713,18 @@ class _Sender(threading.Thread):
             return
         request = ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms,
                                  topic_data=topic_data)
-        now = time.monotonic()
+        now = self.clock()
         try:
-            conn = self.pool.get(node)
+            conn = self._connect(node)
+        except KafkaError:
+            # nothing was sent: the units wait in front of their partitions (no retry counted)
+            # until the node can be tried again or the metadata names another leader
+            for unit in by_tp.values():
+                self._in_flight_tps.discard(unit.tp)
+                unit.retry_at = now
+                self.accumulator.reenqueue(unit)
+            return
+        try:
             if self._registered.get(node) is not conn:
                 self._register(node, conn)
             cid = conn.send(request)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import threading
 import time
 
@@ -123,19 +125,82 @@ def test_send_and_get_metadata(cluster):
     assert cluster.values("t", 0) == [b"v%d" % i for i in range(10)]
 
 
+class ManualClock:
+    """A monotonic clock (seconds) that only the test moves."""
+
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def clocked(cluster, clock, **kw):
+    """A producer whose linger, backoff and delivery timeouts run on ``clock``."""
+
+    class ClockedProducer(Producer):
+        _clock = staticmethod(clock)
+
+    kw.setdefault("retry_backoff_ms", 10)
+    return ClockedProducer(cluster.bootstrap, **kw)
+
+
 def test_linger_batches_records_into_one_request(cluster):
     cluster.create_topic("t", 1)
-    with make(cluster, linger_ms=200) as p:
-        t0 = time.monotonic()
+    clock = ManualClock()
+    with clocked(cluster, clock, linger_ms=200) as p:
         futures = [p.send("t", b"x") for _ in range(50)]
-        time.sleep(0.05)
-        assert not futures[0].is_done           # still lingering
+        with pytest.raises(errors.KafkaTimeoutError):
+            futures[0].get(0.3)                 # lingering: the clock has not moved
+        assert produce_requests(cluster) == []
+        clock.advance(0.2)
         futures[-1].get(5)
-        assert time.monotonic() - t0 >= 0.15
     reqs = produce_requests(cluster)
     assert len(reqs) == 1
     header, records = read_batch(reqs[0].topic_data["t"][0])
     assert header.record_count == 50
+
+
+def test_default_linger_is_kafkas_zero():
+    import inspect
+
+    assert inspect.signature(Producer).parameters["linger_ms"].default == 0
+    assert inspect.signature(RecordAccumulator).parameters["linger_ms"].default == 0
+
+
+def test_a_lone_send_goes_out_at_once_with_the_default_linger(cluster):
+    cluster.create_topic("t", 1)
+    clock = ManualClock()                        # never moves: nothing may wait for linger
+    with clocked(cluster, clock) as p:
+        assert p.send("t", b"alone").get(5).offset == 0
+        assert p.send("t", b"next").get(5).offset == 1
+    assert [len(list(read_batch(r.topic_data["t"][0])[1])) for r in produce_requests(cluster)] \
+        == [1, 1]
+
+
+def test_a_busy_loop_batches_while_a_request_is_in_flight(cluster):
+    """linger 0: the first record goes alone; what is sent while its request is in flight
+    gathers in one batch that goes when the answer comes back (Kafka's accumulator)."""
+    cluster.create_topic("t", 1)
+    clock = ManualClock()
+    with clocked(cluster, clock) as p:
+        p.partitions_for("t")                    # metadata in hand before the broker pauses
+        cluster.brokers[0].paused.clear()        # the broker holds the first produce
+        first = p.send("t", b"0")
+        deadline = time.monotonic() + 5
+        while p.metrics()["requests"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert p.metrics()["requests"] == 1
+        rest = [p.send("t", b"%d" % i) for i in range(1, 100)]
+        cluster.brokers[0].paused.set()
+        assert first.get(5).offset == 0
+        assert [f.get(5).offset for f in rest] == list(range(1, 100))
+    counts = [read_batch(r.topic_data["t"][0])[0].record_count
+              for r in produce_requests(cluster)]
+    assert counts == [1, 99]
 
 
 def test_batch_size_triggers_send_before_linger(cluster):
@@ -374,3 +439,130 @@ def test_close_from_a_callback_does_not_deadlock(cluster):
     assert closed.wait(5)
     p._sender.join(5)
     assert not p._sender.is_alive()
+
+
+# --- no broker: fail fast when nothing listens, log a failing refresh once -------------------
+
+@pytest.fixture
+def closed_ports():
+    """Two ports nothing listens on (bound, never listening: connections are refused)."""
+    socks = [socket.socket() for _ in range(2)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    yield [sock.getsockname()[1] for sock in socks]
+    for sock in socks:
+        sock.close()
+
+
+@pytest.fixture
+def connects(monkeypatch):
+    """Counts connection attempts per port (every client connection goes through here)."""
+    from kafkalite.client import connection
+
+    counts: dict[int, int] = {}
+    real = connection.socket.create_connection
+
+    def counting(address, *args, **kwargs):
+        counts[address[1]] = counts.get(address[1], 0) + 1
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(connection.socket, "create_connection", counting)
+    return counts
+
+
+def test_send_fails_at_once_when_every_bootstrap_address_refuses(closed_ports, connects):
+    servers = ",".join(f"127.0.0.1:{port}" for port in closed_ports)
+    with Producer(servers, max_block_ms=60000, retry_backoff_ms=10) as p:
+        with pytest.raises(errors.NoBrokersAvailableError) as info:
+            p.send("t", b"x")
+    assert info.value.refused
+    assert all(f"127.0.0.1:{port}" in str(info.value) for port in closed_ports)
+    # one round over the bootstrap addresses, not max_block_ms of retries (and the idle sender
+    # thread asked nobody anything)
+    assert connects == {port: 1 for port in closed_ports}
+
+
+def test_refused_after_the_cluster_answered_is_retried(cluster, connects):
+    cluster.create_topic("t", 1)
+    port = cluster.brokers[0].port
+    with make(cluster, max_block_ms=300) as p:
+        p.send("t", b"a").get(5)
+        cluster.close()                          # the broker goes away (a restart, say)
+        before = connects.get(port, 0)
+        with pytest.raises(errors.NoBrokersAvailableError):
+            p.send("other", b"x")                # needs fresh metadata: retried to the end
+        assert connects[port] - before >= 2
+        p.close(0)
+
+
+def test_a_broker_that_does_not_answer_is_retried_until_max_block(connects):
+    with socket.socket() as silent:              # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        with Producer(f"127.0.0.1:{port}", max_block_ms=400, request_timeout_ms=50,
+                      retry_backoff_ms=10) as p:
+            with pytest.raises(errors.NoBrokersAvailableError) as info:
+                p.send("t", b"x")
+            p.close(0)
+    assert not info.value.refused
+    assert connects[port] >= 2
+
+
+def test_a_failing_metadata_refresh_is_logged_once(cluster, caplog):
+    cluster.create_topic("t", 1)
+    with caplog.at_level(logging.DEBUG, logger="kafkalite.client.producer"):
+        p = make(cluster)
+        p.send("t", b"a").get(5)
+        cluster.close()                          # every later refresh is refused
+        f = p.send("t", b"b")                    # queued: the sender needs metadata
+        deadline = time.monotonic() + 10
+        while (p.metrics()["metadata_refresh_failures"] < 6
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        failures = p.metrics()["metadata_refresh_failures"]
+        p.close(0)
+    assert failures >= 6
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+              and r.getMessage().startswith("producer metadata refresh failed")]
+    # once per distinct failure (the kept connection closing first, then every connect
+    # refused), never once per attempt
+    assert len([w for w in warned if "Connection refused" in w]) == 1
+    assert len(warned) == len(set(warned)) <= 2
+    repeats = [r for r in caplog.records if r.levelno == logging.DEBUG
+               and r.getMessage().startswith("producer metadata refresh failed (again")]
+    assert len(repeats) >= failures - len(warned)
+    # the record waiting for its leader is not "retried" at every connect attempt either
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING
+                and "Connection refused" in r.getMessage()]) <= 2
+    with pytest.raises(errors.KafkaError):
+        f.get(1)
+
+
+def test_repeated_failure_log_says_it_again_only_when_something_changed(caplog):
+    from kafkalite.client.producer import RepeatedFailureLog
+
+    logger = logging.getLogger("test.repeated")
+
+    def no_brokers(*attempts):
+        exc = errors.NoBrokersAvailableError("no broker answered: " + "; ".join(attempts))
+        exc.attempts = attempts
+        return exc
+
+    refused = ["a:1 (refused)", "b:2 (refused)"]
+    with caplog.at_level(logging.DEBUG, logger="test.repeated"):
+        failures = RepeatedFailureLog(logger, "refresh failed")
+        failures.succeeded()                     # nothing to say
+        for _ in range(10):
+            failures.failed(no_brokers(*refused))
+        failures.failed(no_brokers(*reversed(refused)))  # same failure, other order
+        failures.failed(errors.RequestTimedOutError("slow"))         # another error
+        failures.failed(errors.RequestTimedOutError("slow"))
+        failures.succeeded()                                          # it recovered ...
+        failures.succeeded()
+        failures.failed(errors.RequestTimedOutError("slow"))         # ... and failed again
+    levels = [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records
+              if r.levelno >= logging.INFO]
+    assert levels == [("WARNING", "refresh failed"), ("WARNING", "refresh failed"),
+                      ("INFO", "refresh failed"), ("WARNING", "refresh failed")]
+    assert "recovered after 2 failure(s)" in caplog.records[-2].getMessage()
