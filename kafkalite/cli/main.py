@@ -59,7 +59,11 @@ def cli():
 
 def main(argv=None) -> int:
     try:
-        cli.main(args=argv, prog_name="kafkalite", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="kafkalite", standalone_mode=False)
+        # out of standalone mode click *returns* the code of a ``ctx.exit(code)`` (commands'
+        # own return values are None)
+        if isinstance(result, int) and not isinstance(result, bool):
+            return result
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:

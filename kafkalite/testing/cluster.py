@@ -6,6 +6,10 @@ until every broker answers a Metadata request that lists all of them (so a contr
 about each other). Fault injection works on the real processes: ``kill`` (SIGKILL), ``pause`` /
 ``resume`` (SIGSTOP / SIGCONT), ``stop`` (SIGTERM: a clean, controlled shutdown), ``restart``.
 Nothing here sleeps for a fixed time: every wait polls a condition with a deadline.
+
+``die_with_parent`` (a signal number, e.g. ``signal.SIGKILL``) makes each broker get that signal
+when the process that spawned it dies, however it dies (Linux; see ``kafkalite.testing.procs``);
+``kafkalite cluster up`` uses it so that no broker outlives its launcher.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ class ClusterError(RuntimeError):
     pass
 
 
+class BrokerExitedError(ClusterError):
+    """A broker process exited while the cluster waited for it (no use waiting longer)."""
+
+
 def wait_until(condition: Callable[[], object], timeout_s: float, what: str,
                interval_s: float = 0.05, on_timeout: Callable[[], str] | None = None):
     """Poll ``condition`` until it returns something truthy; ClusterError after ``timeout_s``."""
@@ -41,6 +49,8 @@ def wait_until(condition: Callable[[], object], timeout_s: float, what: str,
             result = condition()
             if result:
                 return result
+        except BrokerExitedError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the condition may fail while things start
             last_error = exc
         if time.monotonic() > deadline:
@@ -107,6 +117,7 @@ class LocalCluster:
     python: str = sys.executable
     first_broker_id: int = 1
     base_port: int | None = None   # fixed ports base_port, base_port+1, ... instead of free ones
+    die_with_parent: int | None = None   # signal for the brokers when their spawner dies
 
     def __post_init__(self):
         self._own_workdir = self.workdir is None
@@ -125,10 +136,15 @@ class LocalCluster:
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "LocalCluster":
-        for broker in self.brokers.values():
-            self._spawn(broker)
+        self.spawn()
         self.wait_for_brokers(list(self.brokers))
         return self
+
+    def spawn(self) -> None:
+        """Start every broker process without waiting for them (``wait_for_brokers`` does)."""
+        for broker in self.brokers.values():
+            if not broker.running:
+                self._spawn(broker)
 
     def _spawn(self, broker: BrokerProcess) -> None:
         settings = {
@@ -147,9 +163,18 @@ class LocalCluster:
             command += ["--override", f"{key}={value}"]
         log_file = open(broker.log_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        broker.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
-                                          env=env, start_new_session=True)
-        log_file.close()
+        preexec = None
+        if self.die_with_parent is not None:
+            from kafkalite.testing.procs import parent_death_preexec
+
+            preexec = parent_death_preexec(self.die_with_parent)
+        try:
+            broker.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, env=env,
+                                              start_new_session=True,
+                                              preexec_fn=preexec)  # noqa: PLW1509 - one prctl call
+        finally:
+            log_file.close()
         broker.paused = False
 
     def wait_for_brokers(self, broker_ids, timeout_s: float | None = None) -> None:
@@ -160,7 +185,7 @@ class LocalCluster:
             for broker_id in expected:
                 broker = self.brokers[broker_id]
                 if not broker.running:
-                    raise ClusterError(f"broker {broker_id} exited with "
+                    raise BrokerExitedError(f"broker {broker_id} exited with "
                                        f"{broker.process.returncode if broker.process else None}:"
                                        f"\n{broker.log_tail()}")
                 response = request("127.0.0.1", broker.port, m.MetadataRequest(topics=[]))
@@ -176,8 +201,31 @@ class LocalCluster:
         return "\n".join(f"--- broker {b.broker_id} ({b.log_path}) ---\n{b.log_tail()}"
                          for b in self.brokers.values())
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM every broker (a clean, controlled shutdown), SIGKILL stragglers."""
+    def stop(self, timeout_s: float = 30.0, one_by_one: bool = False) -> None:
+        """SIGTERM every broker (a clean, controlled shutdown), SIGKILL stragglers.
+
+        ``one_by_one``: stop the brokers in turn, the controller last, each after the previous
+        one exited, so each controlled shutdown can move leadership to brokers still running
+        (and the controller moves at most once); ``timeout_s`` then applies to each broker.
+        """
+        if one_by_one:
+            try:
+                controller = self.controller_id()
+            except ClusterError:
+                controller = None
+            for broker_id in sorted(self.brokers, key=lambda b: (b == controller, b)):
+                broker = self.brokers[broker_id]
+                if not broker.running:
+                    continue
+                if broker.paused:
+                    os.kill(broker.process.pid, signal.SIGCONT)
+                broker.process.terminate()
+                try:
+                    broker.process.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    broker.process.kill()
+                    broker.process.wait()
+            return
         for broker in self.brokers.values():
             if broker.running:
                 if broker.paused:

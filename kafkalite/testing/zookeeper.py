@@ -247,8 +247,9 @@ class _ZooKeeperProcess:
 
     def __init__(self, *, workdir: str, host: str, port: int, install: ZooKeeperInstall,
                  main_class: str, config: dict[str, Any], myid: int | None, name: str,
-                 startup_timeout_s: float):
+                 startup_timeout_s: float, die_with_parent: int | None = None):
         self.workdir = os.path.abspath(workdir)
+        self.die_with_parent = die_with_parent
         self.host = host
         self.port = port
         self.install = install
@@ -294,6 +295,11 @@ class _ZooKeeperProcess:
                 raise ZooKeeperStartError(
                     f"{self.name}: port {self.host}:{self.port} is taken by another process")
             cmd = self.install.command(self.main_class, self.config_path, self.workdir)
+            preexec = None
+            if self.die_with_parent is not None:
+                from kafkalite.testing.procs import parent_death_preexec
+
+                preexec = parent_death_preexec(self.die_with_parent)
             with open(self.log_path, "ab") as logf:
                 logf.write(f"\n=== kafkalite: starting {self.name} at "
                            f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n".encode())
@@ -301,8 +307,11 @@ class _ZooKeeperProcess:
                 self._proc = subprocess.Popen(
                     cmd, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=logf,
                     stderr=subprocess.STDOUT, env=self.install.environment(self.workdir),
-                    start_new_session=True,  # its own process group: a Ctrl-C in the terminal
-                )                            # does not reach it, and kill -9 hits it alone
+                    # its own process group: a Ctrl-C in the terminal does not reach it, and
+                    # kill -9 hits it alone
+                    start_new_session=True,
+                    preexec_fn=preexec,  # noqa: PLW1509 - one prctl call, nothing that locks
+                )
             _LIVE.add(self)
             log.debug("%s: started pid %s on %s", self.name, self._proc.pid, self.connect_string)
 
@@ -393,7 +402,9 @@ def _base_config(port: int, host: str, tick_time_ms: int, min_session_timeout_ms
         "maxClientCnxns": 0,
         "4lw.commands.whitelist": "*",
         "admin.enableServer": "false",
-        "forceSync": "no",          # tests do not need fsync; crash tests kill brokers, not disks
+        # tests do not need fsync (crash tests kill processes, not disks); ``kafkalite cluster
+        # up`` passes forceSync=yes, ZooKeeper's own default, unless told --no-zk-force-sync
+        "forceSync": "no",
         "preAllocSize": 1024,       # KB; the default pre-allocates 64 MB transaction logs
         "autopurge.purgeInterval": 0,
     }
@@ -409,13 +420,18 @@ class ZooKeeperServer:
     ``workdir`` (default: a new temp dir) holds zoo.cfg, data/ and zookeeper.log; ``port`` defaults
     to a free one. The tick is short (500 ms) and ``minSessionTimeout`` 1000 ms, so tests can use
     short session timeouts. Use as a context manager, or ``start()`` / ``stop()``.
+
+    ``forceSync`` is off (``extra_config={"forceSync": "yes"}`` turns it on: ZooKeeper then
+    fsyncs its transaction log before it acknowledges a write). ``die_with_parent``: a signal the
+    JVM gets when the process that spawned it dies (Linux; ``kafkalite.testing.procs``).
     """
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, port: int | None = None, *,
                  host: str = LOCALHOST, install: ZooKeeperInstall | None = None,
                  tick_time_ms: int = 500, min_session_timeout_ms: int = 1000,
                  max_session_timeout_ms: int = 60_000, startup_timeout_s: float = 60.0,
-                 extra_config: dict[str, Any] | None = None):
+                 extra_config: dict[str, Any] | None = None,
+                 die_with_parent: int | None = None):
         self.install = install or find_zookeeper_install()
         self._own_workdir = workdir is None
         self.workdir = (tempfile.mkdtemp(prefix="kafkalite-zk-") if workdir is None
@@ -431,7 +447,8 @@ class ZooKeeperServer:
             main_class=STANDALONE_MAIN,
             config=_base_config(self.port, host, tick_time_ms, min_session_timeout_ms,
                                 max_session_timeout_ms, extra_config),
-            myid=None, name=f"ZooKeeper {host}:{self.port}", startup_timeout_s=startup_timeout_s)
+            myid=None, name=f"ZooKeeper {host}:{self.port}", startup_timeout_s=startup_timeout_s,
+            die_with_parent=die_with_parent)
 
     # -------------------------------------------------------------------- what tests read
 
@@ -472,9 +489,17 @@ class ZooKeeperServer:
 
     def start(self, timeout_s: float | None = None) -> "ZooKeeperServer":
         """Start (if not running) and wait until a client can use it."""
-        self._process.spawn()
-        self._process.wait_serving(timeout_s)
+        self.spawn()
+        self.wait_serving(timeout_s)
         return self
+
+    def spawn(self) -> None:
+        """Start the JVM (if not running) without waiting for it (``wait_serving`` does)."""
+        self._process.spawn()
+
+    def wait_serving(self, timeout_s: float | None = None) -> None:
+        """Wait until a client opens a session and reads "/" (ZooKeeperStartError if not)."""
+        self._process.wait_serving(timeout_s)
 
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``grace_s``. Idempotent. Data and log stay."""
