@@ -58,8 +58,9 @@ def norm_headers(headers) -> tuple:
 # --- the cluster ----------------------------------------------------------------------------
 
 def module_cluster(request: pytest.FixtureRequest, zookeeper, tmp_path_factory,
-                   name: str) -> Iterator[LocalCluster]:
-    """Body of a module-scoped fixture: 3 brokers on a chroot of their own for the module.
+                   name: str, overrides: dict | None = None) -> Iterator[LocalCluster]:
+    """Body of a module-scoped fixture: 3 brokers on a chroot of their own for the module,
+    with CLUSTER_OVERRIDES and then ``overrides``.
 
     The brokers' log tails are printed at teardown when a test of the session failed meanwhile.
     """
@@ -74,7 +75,7 @@ def module_cluster(request: pytest.FixtureRequest, zookeeper, tmp_path_factory,
     failed_before = request.session.testsfailed
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,
                            workdir=str(tmp_path_factory.mktemp(name)),
-                           overrides=dict(CLUSTER_OVERRIDES))
+                           overrides={**CLUSTER_OVERRIDES, **(overrides or {})})
     try:
         cluster.start()
     except BaseException:
