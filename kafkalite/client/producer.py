@@ -14,6 +14,9 @@ Delivery rules (Kafka 2.x semantics unless said otherwise):
 * Order per partition is kept across retries: at most one batch (unit) per partition is in flight
   and a retried one goes back in front of its partition's queue.
 * Other errors fail the records' futures with the error.
+* A leader that cannot be connected to is backed off (``retry_backoff_ms`` doubling up to 1 s,
+  as Kafka's reconnect backoff) and the metadata refreshed; its batches wait in the accumulator,
+  not counted as retries, until a leader takes them or ``delivery_timeout_ms`` expires them.
 * ``acks=0``: futures resolve with offset -1 once the request is written.
 * A record larger than ``max_request_size`` (or ``buffer_memory``) fails at ``send()`` with
   MessageTooLargeError; an invalid topic name with InvalidTopicError; a key or value that is not
