@@ -18,11 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_cluster import bootstrap_servers  # noqa: E402
 
 
 def produce(bootstrap: str, topic: str, n: int, value: bytes, acks: str, compression: str):
@@ -91,19 +93,7 @@ def main() -> None:
     parser.add_argument("--bootstrap-server")
     args = parser.parse_args()
 
-    cluster = zk = None
-    bootstrap = args.bootstrap_server
-    if bootstrap is None:
-        from kafkalite.testing.cluster import LocalCluster
-        from kafkalite.testing.zookeeper import start_zookeeper
-
-        workdir = tempfile.mkdtemp(prefix="kafkalite-bench-")
-        zk = start_zookeeper(os.path.join(workdir, "zk"))
-        cluster = LocalCluster(zk.connect_string + "/bench-" + uuid.uuid4().hex[:8],
-                               num_brokers=1, workdir=os.path.join(workdir, "brokers"))
-        cluster.start()
-        bootstrap = cluster.bootstrap_servers
-    try:
+    with bootstrap_servers(args.bootstrap_server) as bootstrap:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         topic = "bench-" + uuid.uuid4().hex[:8]
@@ -117,11 +107,6 @@ def main() -> None:
                produce(bootstrap, topic, args.records, value, args.acks, args.compression))
         report("consume", args.records, args.value_size,
                consume(bootstrap, topic, args.partitions, args.records))
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        if zk is not None:
-            zk.stop()
 
 
 if __name__ == "__main__":

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_cluster import bootstrap_servers  # noqa: E402
 
 from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
 
@@ -55,19 +57,7 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=float, help="the producer's linger_ms (default: "
                         "the Producer's default)")
     args = parser.parse_args()
-    cluster = zk = None
-    bootstrap = args.bootstrap_server
-    if bootstrap is None:
-        from kafkalite.testing.cluster import LocalCluster
-        from kafkalite.testing.zookeeper import start_zookeeper
-
-        workdir = tempfile.mkdtemp(prefix="kafkalite-bench-")
-        zk = start_zookeeper(os.path.join(workdir, "zk"))
-        cluster = LocalCluster(zk.connect_string + "/bench-" + uuid.uuid4().hex[:8],
-                               num_brokers=1, workdir=os.path.join(workdir, "brokers"))
-        cluster.start()
-        bootstrap = cluster.bootstrap_servers
-    try:
+    with bootstrap_servers(args.bootstrap_server) as bootstrap:
         topic = "plain-" + uuid.uuid4().hex[:8]
         with AdminClient(bootstrap_servers=bootstrap) as admin:
             admin.create_topics([NewTopic(topic, 1, 1)], timeout_ms=30000)
@@ -79,11 +69,6 @@ def main() -> None:
         print(f"for-loop send() acks=1{linger}   {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
         seconds = poll_loop(bootstrap, topic, n)
         print(f"poll() loop              {n / seconds:>12,.0f} rec/s  ({seconds:.2f} s)")
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        if zk is not None:
-            zk.stop()
 
 
 if __name__ == "__main__":

@@ -443,33 +443,6 @@ def test_close_from_a_callback_does_not_deadlock(cluster):
 
 # --- no broker: fail fast when nothing listens, log a failing refresh once -------------------
 
-@pytest.fixture
-def closed_ports():
-    """Two ports nothing listens on (bound, never listening: connections are refused)."""
-    socks = [socket.socket() for _ in range(2)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    yield [sock.getsockname()[1] for sock in socks]
-    for sock in socks:
-        sock.close()
-
-
-@pytest.fixture
-def connects(monkeypatch):
-    """Counts connection attempts per port (every client connection goes through here)."""
-    from kafkalite.client import connection
-
-    counts: dict[int, int] = {}
-    real = connection.socket.create_connection
-
-    def counting(address, *args, **kwargs):
-        counts[address[1]] = counts.get(address[1], 0) + 1
-        return real(address, *args, **kwargs)
-
-    monkeypatch.setattr(connection.socket, "create_connection", counting)
-    return counts
-
-
 def test_send_fails_at_once_when_every_bootstrap_address_refuses(closed_ports, connects):
     servers = ",".join(f"127.0.0.1:{port}" for port in closed_ports)
     with Producer(servers, max_block_ms=60000, retry_backoff_ms=10) as p:
