@@ -1,6 +1,6 @@
 """``kafkalite cluster status|down`` on pidfiles made by hand (no ZooKeeper needed), and what
 ``cluster up --help`` says about ZooKeeper's forceSync. The real thing: tests/integration/
-test_cli_cluster.py."""
+test_cluster_up_detach.py."""
 
 from __future__ import annotations
 
