@@ -18,8 +18,6 @@ A partition that failed prints ``partition: t-1	error: ...`` and the exit status
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from kafkalite.cli.options import (
@@ -28,6 +26,7 @@ from kafkalite.cli.options import (
     bootstrap_option,
     brokers_from,
     quiet_client_logs,
+    read_partition_entries,
     zookeeper_option,
 )
 
@@ -35,22 +34,8 @@ JSON_FORMAT = '{"partitions":[{"topic":"t","partition":0,"offset":3}],"version":
 
 
 def read_offsets(path: str) -> dict[tuple[str, int], int]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); expected "
-                       f"e.g. {JSON_FORMAT}") from None
-    items = data.get("partitions") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise CliError(f"{path} must list partitions like {JSON_FORMAT}")
     out: dict[tuple[str, int], int] = {}
-    for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("topic"), str)
-                and type(item.get("partition")) is int and type(item.get("offset")) is int):
-            raise CliError(f"{path}: bad entry {json.dumps(item)}; expected e.g. {JSON_FORMAT}")
+    for item in read_partition_entries(path, JSON_FORMAT, ("partition", "offset")):
         tp = (item["topic"], item["partition"])
         if tp in out:
             raise CliError(f"Offset json file contains duplicate topic partitions: "

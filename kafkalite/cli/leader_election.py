@@ -19,8 +19,6 @@ error naming the flag (kafkalite brokers do not serve ElectLeaders yet).
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from kafkalite.cli.options import (
@@ -29,6 +27,7 @@ from kafkalite.cli.options import (
     admin_client,
     bootstrap_option,
     quiet_client_logs,
+    read_partition_entries,
     zookeeper_option,
 )
 from kafkalite.errors import ElectionNotNeededError
@@ -37,24 +36,8 @@ JSON_FORMAT = '{"partitions":[{"topic":"t","partition":0}]}'
 
 
 def _read_partitions(path: str) -> list[tuple[str, int]]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); expected "
-                       f"e.g. {JSON_FORMAT}") from None
-    items = data.get("partitions") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise CliError(f"{path} must list partitions like {JSON_FORMAT}")
-    out = []
-    for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("topic"), str)
-                and type(item.get("partition")) is int):
-            raise CliError(f"{path}: bad entry {json.dumps(item)}; expected e.g. {JSON_FORMAT}")
-        out.append((item["topic"], item["partition"]))
-    return out
+    return [(item["topic"], item["partition"])
+            for item in read_partition_entries(path, JSON_FORMAT, ("partition",))]
 
 
 @click.command("leader-election", context_settings={"help_option_names": ["-h", "--help"]})

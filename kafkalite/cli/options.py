@@ -66,6 +66,30 @@ property_option = click.option(
     help="formatter/reader property (repeatable), e.g. print.key=true")
 
 
+def read_partition_entries(path: str, example: str, int_fields: tuple[str, ...]) -> list[dict]:
+    """The ``partitions`` entries of a Kafka tool's JSON file (``{"partitions":[{"topic":"t",
+    "partition":0, ...}]}``), each with a string ``topic`` and the given int fields; a
+    CliError that shows ``example`` for anything else."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); expected "
+                       f"e.g. {example}") from None
+    items = data.get("partitions") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise CliError(f"{path} must list partitions like {example}")
+    for item in items:
+        if not (isinstance(item, dict) and isinstance(item.get("topic"), str)
+                and all(type(item.get(name)) is int for name in int_fields)):
+            raise CliError(f"{path}: bad entry {json.dumps(item)}; expected e.g. {example}")
+    return items
+
+
 def parse_properties(items, what: str = "--property") -> dict[str, str]:
     """``k=v`` items into a dict; CliError naming the bad one."""
     out: dict[str, str] = {}
