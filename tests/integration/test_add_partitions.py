@@ -11,29 +11,14 @@ import pytest
 
 from kafkalite import AdminClient, Consumer, NewPartitions, NewTopic, Producer, TopicPartition
 from kafkalite import errors
-from kafkalite.cli.main import main
+from cli_tools import run, wait_for
+
 from kafkalite.zk import ZkBadVersionError, ZkClient
 
 pytestmark = pytest.mark.integration
 
 WARNING = ("WARNING: If partitions are increased for a topic that has a key, the partition "
            "logic or ordering of the messages will be affected\n")
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def wait_for(condition, timeout_s=30.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def every_broker_sees(cluster, topic, count):

@@ -16,31 +16,14 @@ import io
 import json
 import re
 import socket
-import time
 
 import pytest
 
-from kafkalite.cli.main import main
+from cli_tools import run, wait_for
 
 pytestmark = pytest.mark.integration
 
 NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def wait_for(condition, timeout_s=30.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

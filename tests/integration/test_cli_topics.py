@@ -6,29 +6,12 @@ The commands run in-process through ``kafkalite.cli.main.main`` with their outpu
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from kafkalite.cli.main import main
+from cli_tools import run, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def wait_for(condition, timeout_s=20.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def create(capsys, conn, topic, *args):
