@@ -15,6 +15,9 @@ from twisted.internet import defer
 
 from kafkalite.errors import code_of
 from kafkalite.protocol.kafka.entities import millis
+from kafkalite.server import config_admin
+from kafkalite.server.delete_records import delete_records as delete
+from kafkalite.server.partition_admin import create_partitions as grow
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +27,6 @@ def _message(exc: BaseException) -> str:
 
 
 def create_partitions(broker, request, version):
-    from kafkalite.server.partition_admin import create_partitions as grow
-
     timeout_ms = millis(request.timeout)
     results = []
 
@@ -45,8 +46,6 @@ def create_partitions(broker, request, version):
 
 
 def describe_configs(broker, request, version):
-    from kafkalite.server import config_admin
-
     resources = [(r.resource_type, r.resource_name,
                   list(r.configuration_keys) if r.configuration_keys is not None else None)
                  for r in request.resources]
@@ -90,8 +89,6 @@ def _alter_answer(resources, d):
 
 
 def alter_configs(broker, request, version):
-    from kafkalite.server import config_admin
-
     resources = [(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs})
                  for r in request.resources]
     return _alter_answer(resources, defer.maybeDeferred(
@@ -99,8 +96,6 @@ def alter_configs(broker, request, version):
 
 
 def incremental_alter_configs(broker, request, version):
-    from kafkalite.server import config_admin
-
     resources = [(r.resource_type, r.resource_name,
                   [(c.name, c.config_operation, c.value) for c in r.configs])
                  for r in request.resources]
@@ -109,8 +104,6 @@ def incremental_alter_configs(broker, request, version):
 
 
 def delete_records(broker, request, version):
-    from kafkalite.server.delete_records import delete_records as delete
-
     offsets = {(t.name, p.partition_index): p.offset
                for t in request.topics for p in t.partitions}
     d = defer.maybeDeferred(delete, broker, offsets, max(0, millis(request.timeout)))
