@@ -183,6 +183,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "to (default: listeners)", listeners_valid),
     ConfigDef("inter.broker.listener.name", "string", None, "listener brokers use to reach "
               "each other (default: the first in listeners)"),
+    ConfigDef("control.plane.listener.name", "string", None, "listener that carries only the "
+              "controller's requests (KIP-291); brokers refuse controller requests on every "
+              "other listener (default: none, they travel on inter.broker.listener.name)"),
     ConfigDef("listener.security.protocol.map", "string", None, "accepted for compatibility; "
               "every kafkalite listener is PLAINTEXT"),
     ConfigDef("log.dirs", "list", None, "directories holding the partition logs "
@@ -445,6 +448,14 @@ class BrokerConfig(_BrokerConfigBase):
         if self.inter_broker_listener_name and self.inter_broker_listener_name not in names:
             raise ConfigError(f"inter.broker.listener.name={self.inter_broker_listener_name} is "
                               f"not one of the listeners {names}")
+        control = self.control_plane_listener_name
+        if control and control not in names:
+            raise ConfigError(f"control.plane.listener.name={control} is not one of the "
+                              f"listeners {names}: add a listener of that name")
+        if control and control == self.inter_broker_listener:
+            raise ConfigError(f"control.plane.listener.name={control} must differ from the "
+                              f"inter-broker listener ({self.inter_broker_listener}): give the "
+                              "controller a listener of its own")
         if not self.zookeeper_connect:
             raise ConfigError("zookeeper.connect must be set, e.g. "
                               "zookeeper.connect=127.0.0.1:2181/kafkalite")
@@ -468,6 +479,12 @@ class BrokerConfig(_BrokerConfigBase):
     @property
     def inter_broker_listener(self) -> str:
         return self.inter_broker_listener_name or self.listener_list[0].name
+
+    @property
+    def controller_listener(self) -> str:
+        """The listener controller requests travel on (and the only one accepting them when
+        control.plane.listener.name is set)."""
+        return self.control_plane_listener_name or self.inter_broker_listener
 
     @property
     def retention_ms(self) -> int:

@@ -1,8 +1,8 @@
 """KafkaApis: one handler method per API key, returning a response or a Deferred of one.
 
 Data-path requests (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch) go to the ReplicaManager;
-controller requests (LeaderAndIsr, UpdateMetadata, StopReplica) are checked against the controller
-epoch first; admin requests (CreateTopics, DeleteTopics) write ZooKeeper's admin paths, as Kafka's
+controller requests (LeaderAndIsr, UpdateMetadata, StopReplica) are obeyed only when ZooKeeper
+backs the claimed controller and epoch (``server.controller_requests``); admin requests (CreateTopics, DeleteTopics) write ZooKeeper's admin paths, as Kafka's
 tools did, and answer once the controller has acted (or the request's timeout passes).
 """
 
@@ -23,6 +23,10 @@ from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
 
 log = logging.getLogger(__name__)
+
+# obeyed only when ZooKeeper backs the claimed controller (server.controller_requests)
+CONTROLLER_REQUESTS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA,
+                                 ApiKey.STOP_REPLICA})
 
 
 class _DelayedMetadataCondition(DelayedOperation):
@@ -86,6 +90,10 @@ class KafkaApis:
             return handler(request, getattr(factory, "listener_name", None))
         if header.api_key in native_group_apis.WITH_CONTEXT:
             return handler(request, header, protocol)
+        if header.api_key in CONTROLLER_REQUESTS:
+            factory = getattr(protocol, "factory", None)
+            return self.broker.controller_requests.admit(
+                request, handler, getattr(factory, "listener_name", None))
         return handler(request)
 
     # --- simple ones ----------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.apis import KafkaApis
+from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.network import BrokerFactory
@@ -77,6 +78,9 @@ class BrokerService(service.MultiService):
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
                                                   config)
         self.fetchers = ReplicaFetcherManager(self)
+        self.controller_requests = ControllerRequestGate(
+            lambda: read_controller_identity(self.tzk), lambda: self.broker_epoch,
+            self._registered_broker_epoch, config.control_plane_listener_name)
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
         self.controller: Controller | None = None
@@ -210,6 +214,10 @@ class BrokerService(service.MultiService):
             d.addErrback(lambda f: log.error("re-registration failed: %s", f.getErrorMessage()))
 
     # --- controller requests --------------------------------------------------------------------
+    def _registered_broker_epoch(self) -> defer.Deferred:
+        d = self.tzk.get_broker(self.broker_id)
+        return d.addCallback(lambda registration: registration and registration.broker_epoch)
+
     def apply_leader_and_isr(self, request: m.LeaderAndIsrRequest):
         topics = {s.topic for s in request.partition_states}
         unknown = [t for t in topics if t not in self._configured_topics]
