@@ -482,10 +482,8 @@ class AdminClient:
         return group
 
     def _require_group(self, group) -> None:
-        import zk_schema
-
         self._check_group_name(group)
-        if not self._zk().exists(zk_schema.consumers.group_path(group)):
+        if not self._zk().consumer_group_exists(group):
             raise errors.GroupIdNotFoundError(f"consumer group '{group}' does not exist")
 
     def _list_offsets(self, tps: Iterable, timestamp: int, timeout_s: float | None = None,
@@ -580,11 +578,10 @@ class AdminClient:
             import zk_schema
 
             try:
-                path = zk_schema.consumers.group_path(group)
-            except zk_schema.SchemaError:
+                if self._zk().consumer_group_exists(group):
+                    return ag.ZOOKEEPER
+            except zk_schema.SchemaError:     # not a valid ZooKeeper group name
                 return ag.COORDINATOR
-            if self._zk().exists(path):
-                return ag.ZOOKEEPER
         return ag.COORDINATOR
 
     def describe_consumer_group(self, group: str, kind: str | None = None
@@ -926,11 +923,8 @@ class AdminClient:
             else:
                 todo.append(tp)
         if todo:
-            request = zk_schema.PreferredReplicaElection(
-                tuple((tp.topic, tp.partition) for tp in todo))
             try:
-                zk.create(zk_schema.PREFERRED_REPLICA_ELECTION_PATH, request.encode(),
-                          makepath=True)
+                zk.create_preferred_replica_election((tp.topic, tp.partition) for tp in todo)
             except ZkNodeExistsError:
                 raise errors.IllegalStateError(
                     f"a preferred replica election is already in progress "
@@ -940,7 +934,7 @@ class AdminClient:
             deadline = time.monotonic() + timeout_ms / 1000
             pending = timeout_ms > 0
             while pending and time.monotonic() < deadline:
-                pending = zk.exists(zk_schema.PREFERRED_REPLICA_ELECTION_PATH)
+                pending = zk.preferred_replica_election_pending()
                 if pending:
                     time.sleep(0.05)
             states = zk.get_partition_states(todo)
@@ -1000,10 +994,9 @@ class AdminClient:
             raise errors.InvalidReplicaAssignmentError(
                 f"the reassignment names broker(s) {unknown} that are not registered (live "
                 f"brokers: {sorted(brokers)})")
-        data = zk_schema.PartitionReassignment(
-            {(tp.topic, tp.partition): tuple(r) for tp, r in targets.items()}).encode()
         try:
-            zk.create(zk_schema.REASSIGN_PARTITIONS_PATH, data, makepath=True)
+            zk.create_partition_reassignment(
+                {(tp.topic, tp.partition): r for tp, r in targets.items()})
         except ZkNodeExistsError:
             raise errors.IllegalStateError(
                 f"a partition reassignment is still running "
@@ -1015,16 +1008,16 @@ class AdminClient:
         """Reassignments still in progress: ``{tp: target replicas}`` ({} when none)."""
         import zk_schema
 
-        got = self._zk().get_data(zk_schema.REASSIGN_PARTITIONS_PATH)
-        if got is None or not got[0]:
-            return {}
         try:
-            pending = zk_schema.PartitionReassignment.decode(got[0], got[1]).partitions
+            pending = self._zk().get_partition_reassignment()
         except zk_schema.SchemaError as exc:
             raise errors.ZooKeeperError(
                 f"{zk_schema.REASSIGN_PARTITIONS_PATH} holds a malformed request: {exc}"
             ) from None
-        return {TopicPartition(t, p): list(r) for (t, p), r in sorted(pending.items())}
+        if pending is None:
+            return {}
+        return {TopicPartition(t, p): list(r)
+                for (t, p), r in sorted(pending.partitions.items())}
 
 
     # --- configs and DeleteRecords (kafkalite.client.admin_configs) ---------------------------

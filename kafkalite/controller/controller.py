@@ -671,7 +671,7 @@ class Controller:
             log.warning("controller: malformed preferred election request: %s", exc)
             tps = []
         yield self.elect_preferred(tps)
-        yield self.tzk.delete(zk_schema.PREFERRED_REPLICA_ELECTION_PATH)
+        yield self.tzk.delete_preferred_replica_election(self.epoch_zk_version)
 
     @defer.inlineCallbacks
     def elect_preferred(self, tps):
@@ -692,7 +692,7 @@ class Controller:
             request = zk_schema.PartitionReassignment.decode(data)
         except zk_schema.SchemaError as exc:
             log.warning("controller: malformed reassignment request, deleting it: %s", exc)
-            yield self.tzk.delete(zk_schema.REASSIGN_PARTITIONS_PATH)
+            yield self.tzk.delete_partition_reassignment(self.epoch_zk_version)
             return
         started = []
         for tp, target in request.partitions.items():
@@ -789,19 +789,15 @@ class Controller:
 
     @defer.inlineCallbacks
     def _rewrite_reassignment_znode(self):
-        got = yield self.tzk.get_data(zk_schema.REASSIGN_PARTITIONS_PATH)
-        if got is None:
-            return
         try:
-            pending = zk_schema.PartitionReassignment.decode(got[0]).partitions
+            pending = yield self.tzk.get_partition_reassignment()
         except zk_schema.SchemaError:
-            pending = {}
-        remaining = {tp: r for tp, r in pending.items() if tp in self.context.reassignments}
-        if remaining:
-            yield self.tzk.set_data(zk_schema.REASSIGN_PARTITIONS_PATH,
-                                    zk_schema.PartitionReassignment(remaining).encode())
-        else:
-            yield self.tzk.delete(zk_schema.REASSIGN_PARTITIONS_PATH)
+            pending = zk_schema.PartitionReassignment({})
+        if pending is None:
+            return
+        remaining = {tp: r for tp, r in pending.partitions.items()
+                     if tp in self.context.reassignments}
+        yield self.tzk.update_partition_reassignment(remaining, self.epoch_zk_version)
 
     @defer.inlineCallbacks
     def _auto_leader_rebalance(self):

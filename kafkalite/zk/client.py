@@ -730,13 +730,11 @@ class ZkClient:
     def get_partition_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Reassignments requested in ``/admin/reassign_partitions`` and not finished yet:
         ``{(topic, partition): target replicas}`` ({} when none, or when it is malformed)."""
-        got = self.get_data(s_admin.REASSIGN_PARTITIONS_PATH)
-        if got is None or not got[0]:
-            return {}
         try:
-            return dict(s_admin.PartitionReassignment.decode(got[0], got[1]).partitions)
+            pending = self.get_partition_reassignment()
         except zk_schema.SchemaError:
             return {}
+        return dict(pending.partitions) if pending is not None else {}
 
     # ------------------------------------------------------------------------ partition states
 
@@ -758,17 +756,28 @@ class ZkClient:
 
     def create_partition_state(self, topic: str, partition: int, state: PartitionState,
                                controller_epoch_zk_version: int | None = None) -> int:
-        """Create ``.../partitions/<p>/state`` (and its parents); returns its zk_version (0).
-        Fenced by the controller epoch when ``controller_epoch_zk_version`` is given."""
-        for parent in (s_topics.partitions_path(topic), s_topics.partition_path(topic, partition)):
-            with contextlib.suppress(ZkNodeExistsError):
-                self.create(parent)
-        op = ZkCreate(s_topics.partition_state_path(topic, partition), state.encode())
-        if controller_epoch_zk_version is not None:
-            self.fenced_multi(controller_epoch_zk_version, [op])
-        else:
-            self.create(op.path, op.data)
-        return 0
+        """Create ``.../partitions/<p>/state`` and its missing parents in one transaction (fenced by
+        the controller epoch when ``controller_epoch_zk_version`` is given, parents included, as
+        Kafka's createTopicPartitionStatesRaw); returns its zk_version (0). ZkNodeExistsError when
+        the state exists already."""
+        path = s_topics.partition_state_path(topic, partition)
+        for _ in range(5):
+            parents = [p for p in (s_topics.partitions_path(topic),
+                                   s_topics.partition_path(topic, partition))
+                       if not self.exists(p)]
+            ops: list[ZkOp] = [ZkCreate(p) for p in parents] + [ZkCreate(path, state.encode())]
+            try:
+                if controller_epoch_zk_version is not None:
+                    self.fenced_multi(controller_epoch_zk_version, ops)
+                else:
+                    self.multi(ops)
+                return 0
+            except ZkNodeExistsError as exc:
+                if getattr(exc, "failed_op", None) is ops[-1]:
+                    raise
+                # a parent appeared in between: look again
+        raise ZooKeeperError(f"could not create the state of {topic}-{partition}: its parent "
+                             "znodes kept changing")
 
     def set_partition_state(self, topic: str, partition: int, state: PartitionState,
                             expected_zk_version: int,
@@ -916,6 +925,76 @@ class ZkClient:
                     "another broker is controller") from None
             raise
 
+    # ------------------------------------------------------- admin requests to the controller
+
+    def create_partition_reassignment(self, partitions: Mapping[TopicPartition, Sequence[int]]
+                                      ) -> None:
+        """Ask the controller to move replicas: create ``/admin/reassign_partitions`` with the
+        target replica lists. ZkNodeExistsError while an earlier reassignment still runs."""
+        request = s_admin.PartitionReassignment(
+            {(t, int(p)): tuple(int(b) for b in replicas)
+             for (t, p), replicas in partitions.items()})
+        self._create_admin_request(s_admin.REASSIGN_PARTITIONS_PATH, request.encode())
+
+    def get_partition_reassignment(self) -> s_admin.PartitionReassignment | None:
+        """The pending ``/admin/reassign_partitions`` request (None when there is none, no
+        partitions when it is empty); SchemaError when it is malformed."""
+        got = self.get_data(s_admin.REASSIGN_PARTITIONS_PATH)
+        if got is None:
+            return None
+        if not got[0]:
+            return s_admin.PartitionReassignment({}, got[1])
+        return s_admin.PartitionReassignment.decode(got[0], got[1])
+
+    def update_partition_reassignment(self, remaining: Mapping[TopicPartition, Sequence[int]],
+                                      controller_epoch_zk_version: int) -> bool:
+        """The controller's rewrite of ``/admin/reassign_partitions`` to the reassignments still
+        running, or its deletion when none remain (fenced). False when it was gone already."""
+        if not remaining:
+            return self.delete_partition_reassignment(controller_epoch_zk_version)
+        data = s_admin.PartitionReassignment(
+            {tp: tuple(replicas) for tp, replicas in remaining.items()}).encode()
+        try:
+            self.fenced_multi(controller_epoch_zk_version,
+                              [ZkSetData(s_admin.REASSIGN_PARTITIONS_PATH, data)])
+            return True
+        except ZkNoNodeError:
+            return False
+
+    def delete_partition_reassignment(self, controller_epoch_zk_version: int) -> bool:
+        """The controller's deletion of ``/admin/reassign_partitions`` (fenced)."""
+        return self._fenced_delete(s_admin.REASSIGN_PARTITIONS_PATH, controller_epoch_zk_version)
+
+    def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """Ask the controller for a preferred replica election of ``partitions``: create
+        ``/admin/preferred_replica_election``. ZkNodeExistsError while an earlier one is pending."""
+        request = s_admin.PreferredReplicaElection(tuple((t, int(p)) for t, p in partitions))
+        self._create_admin_request(s_admin.PREFERRED_REPLICA_ELECTION_PATH, request.encode())
+
+    def preferred_replica_election_pending(self) -> bool:
+        """True while ``/admin/preferred_replica_election`` exists (the controller has not acted)."""
+        return self.exists(s_admin.PREFERRED_REPLICA_ELECTION_PATH)
+
+    def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> bool:
+        """The controller's deletion of ``/admin/preferred_replica_election`` once it acted
+        (fenced). False when it was gone already."""
+        return self._fenced_delete(s_admin.PREFERRED_REPLICA_ELECTION_PATH,
+                                   controller_epoch_zk_version)
+
+    def _create_admin_request(self, path: str, data: bytes) -> None:
+        try:
+            self.create(path, data)
+        except ZkNoNodeError:
+            self.ensure_path(s_admin.ADMIN_PATH)
+            self.create(path, data)
+
+    def _fenced_delete(self, path: str, controller_epoch_zk_version: int) -> bool:
+        try:
+            self.fenced_multi(controller_epoch_zk_version, [ZkDelete(path)])
+            return True
+        except ZkNoNodeError:
+            return False
+
     # ------------------------------------------------------------------------- topic deletion
 
     def mark_topic_for_deletion(self, topic: str) -> None:
@@ -935,11 +1014,7 @@ class ZkClient:
         path = s_admin.delete_topic_path(topic)
         if controller_epoch_zk_version is None:
             return self.delete(path)
-        try:
-            self.fenced_multi(controller_epoch_zk_version, [ZkDelete(path)])
-            return True
-        except ZkNoNodeError:
-            return False
+        return self._fenced_delete(path, controller_epoch_zk_version)
 
     def delete_topic_znodes(self, topic: str,
                             controller_epoch_zk_version: int | None = None) -> None:
@@ -1055,6 +1130,9 @@ class ZkClient:
 
     def list_consumer_groups(self) -> list[str]:
         return self.get_children(s_consumers.CONSUMERS_PATH)
+
+    def consumer_group_exists(self, group: str) -> bool:
+        return self.exists(s_consumers.group_path(group))
 
     def register_consumer(self, group: str, member_id: str,
                           registration: ConsumerRegistration) -> None:

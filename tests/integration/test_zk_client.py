@@ -21,6 +21,7 @@ from zk_schema import (
     CONTROLLER_EPOCH_PATH, PERSISTENT_PATHS, BrokerRegistration, ConsumerRegistration,
     PartitionState, TopicAssignment, config, topic_path,
 )
+from zk_schema.topics import partitions_path
 
 pytestmark = pytest.mark.integration
 
@@ -310,6 +311,68 @@ def test_fenced_write_fails_after_another_controller_bumped_the_epoch(zk_client,
     assert new.resign_controller(new_epoch.zk_version) is True
     assert zk_client.get_controller() is None
     assert zk_client.get_data(CONTROLLER_EPOCH_PATH)[0] == b"2"
+
+
+def test_deposed_controller_changes_no_admin_request_and_creates_no_partition(
+        zk_client, new_client, zk_expire):
+    """Every write a controller makes carries the /controller_epoch check: after another broker
+    took over, the old one can neither finish admin requests nor create partition states (not
+    even their parent znodes)."""
+    topic = with_topic(zk_client)
+    old, new = new_client(), new_client()
+    old_epoch = old.try_elect_controller(1)
+    zk_client.create_partition_reassignment({(topic, 0): [2, 1]})
+    zk_client.create_preferred_replica_election([(topic, 0)])
+    zk_client.mark_topic_for_deletion(topic)
+    assert zk_expire(old)
+    wait_until(lambda: zk_client.get_controller() is None, what="/controller to vanish")
+    assert new.try_elect_controller(2).epoch == old_epoch.epoch + 1
+
+    stale = old_epoch.zk_version
+    for write in (lambda: old.delete_preferred_replica_election(stale),
+                  lambda: old.delete_partition_reassignment(stale),
+                  lambda: old.update_partition_reassignment({(topic, 1): (1,)}, stale),
+                  lambda: old.remove_topic_deletion_marker(topic, stale),
+                  lambda: old.delete_isr_change_notifications(["isr_change_0"], stale),
+                  lambda: old.create_partition_state(topic, 1, PartitionState(1, 0, 1, (1,)),
+                                                     controller_epoch_zk_version=stale)):
+        with pytest.raises(ControllerMovedError):
+            write()
+    assert zk_client.preferred_replica_election_pending()
+    assert zk_client.get_partition_reassignments() == {(topic, 0): (2, 1)}
+    assert zk_client.topics_marked_for_deletion() == [topic]
+    assert not zk_client.exists(partitions_path(topic))
+
+
+def test_admin_requests_to_the_controller(zk_client, new_client):
+    topic = with_topic(zk_client)
+    assert zk_client.get_partition_reassignment() is None
+    assert not zk_client.preferred_replica_election_pending()
+    zk_client.create_partition_reassignment({(topic, 0): [2, 1], (topic, 1): [1]})
+    with pytest.raises(ZkNodeExistsError):                     # one at a time, as in Kafka
+        zk_client.create_partition_reassignment({(topic, 0): [1]})
+    zk_client.create_preferred_replica_election([(topic, 1)])
+    with pytest.raises(ZkNodeExistsError):
+        zk_client.create_preferred_replica_election([(topic, 0)])
+    assert zk_client.preferred_replica_election_pending()
+
+    controller = new_client()
+    version = controller.try_elect_controller(1).zk_version
+    assert controller.update_partition_reassignment({(topic, 1): (1,)}, version)
+    assert zk_client.get_partition_reassignment().partitions == {(topic, 1): (1,)}
+    assert controller.update_partition_reassignment({}, version)     # none left: deleted
+    assert zk_client.get_partition_reassignment() is None
+    assert controller.update_partition_reassignment({}, version) is False
+    assert controller.delete_preferred_replica_election(version)
+    assert not zk_client.preferred_replica_election_pending()
+    assert controller.delete_preferred_replica_election(version) is False
+    # a fenced partition state creation brings its parents along
+    assert controller.create_partition_state(topic, 1, PartitionState(1, 0, 1, (1,)),
+                                             controller_epoch_zk_version=version) == 0
+    assert zk_client.get_partition_state(topic, 1).leader == 1
+    with pytest.raises(ZkNodeExistsError):
+        controller.create_partition_state(topic, 1, PartitionState(2, 0, 1, (2,)),
+                                          controller_epoch_zk_version=version)
 
 
 # ---------------------------------------------------------------------------- topic deletion
