@@ -14,6 +14,10 @@ the parent cannot promise. Two rules come with it:
 Elsewhere (macOS, or without a usable libc) it returns None and children live on; ``kafkalite
 cluster down`` then stops them by the pids in the pidfile.
 
+``Placement`` says where a child runs: the address it binds and a prefix for its command line
+(``ip netns exec <ns>`` for a process in a network namespace of ``kafkalite.testing.faults``).
+``LocalCluster`` and the ZooKeeper launchers take one per process.
+
 ``pid_start_time`` / ``pid_alive`` identify a process by pid *and* start time (``/proc/<pid>/stat``
 field 22 on Linux), so a pidfile that outlived its processes never makes anyone signal a stranger
 that got a recycled pid.
@@ -27,11 +31,22 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["parent_death_preexec", "pid_start_time", "pid_alive", "wait_pids_gone"]
+__all__ = ["Placement", "parent_death_preexec", "pid_start_time", "pid_alive", "wait_pids_gone"]
 
 PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a child process runs: ``host``, the address it binds and advertises, and
+    ``command_prefix``, what goes in front of its command line. The default is this machine's
+    loopback with no prefix."""
+
+    host: str = "127.0.0.1"
+    command_prefix: tuple[str, ...] = ()
 
 
 def parent_death_preexec(sig: int = signal.SIGTERM) -> Callable[[], None] | None:

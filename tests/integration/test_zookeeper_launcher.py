@@ -10,12 +10,18 @@ import time
 
 import pytest
 
+from kafkalite.testing import docker_engine
 from kafkalite.testing import zookeeper as zkl
+from kafkalite.testing import zookeeper_install
+from kafkalite.testing.docker_engine import DockerUnavailable
 from kafkalite.testing.ports import free_port, port_is_open
 from kafkalite.testing.zookeeper import (
-    ExternalZooKeeper, ZooKeeperEnsemble, ZooKeeperNotFoundError, ZooKeeperServer,
-    ZooKeeperStartError, expire_session, find_zookeeper_install, start_zookeeper, unique_chroot,
+    ExternalZooKeeper, ZooKeeperContainer, ZooKeeperEnsemble, ZooKeeperNotFoundError,
+    ZooKeeperServer, ZooKeeperStartError, expire_session, find_zookeeper_install, start_zookeeper,
+    unique_chroot,
 )
+from kafkalite.testing.zookeeper_container import container_environment
+from kafkalite.testing.zookeeper_process import SERVER_DEFAULTS
 from kafkalite.zk import ZkClient, ZkState
 from zk_schema import BrokerRegistration
 
@@ -215,8 +221,8 @@ def test_missing_install_names_the_fix(monkeypatch, tmp_path):
     with pytest.raises(ZooKeeperNotFoundError, match="apt-get install zookeeper"):
         find_zookeeper_install()
     monkeypatch.delenv("ZOOKEEPER_HOME")
-    monkeypatch.setattr(zkl, "DEBIAN_JAR", str(tmp_path / "nope.jar"))
-    monkeypatch.setattr(zkl, "KNOWN_HOMES", ())
+    monkeypatch.setattr(zookeeper_install, "DEBIAN_JAR", str(tmp_path / "nope.jar"))
+    monkeypatch.setattr(zookeeper_install, "KNOWN_HOMES", ())
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ZooKeeperNotFoundError) as err:
         find_zookeeper_install()
@@ -236,11 +242,11 @@ def test_zookeeper_home_layout(monkeypatch, tmp_path):
 
 
 def test_start_zookeeper_falls_back_to_the_local_install(monkeypatch, caplog, tmp_path):
-    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
-    monkeypatch.setenv("KAFKALITE_ZOOKEEPER_DOCKER", "1")
-    image, reason = zkl.docker_zookeeper_image()
+    _no_docker_settings(monkeypatch)
+    image, reason = docker_engine.docker_zookeeper_image()
     if image is not None:
-        pytest.skip("a Docker engine with a zookeeper image is available here")
+        pytest.skip(f"a Docker engine with the image {image} is available here: start_zookeeper "
+                    "uses it (test_start_zookeeper_runs_a_local_docker_image covers that)")
     with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
         server = start_zookeeper(tmp_path)
     try:
@@ -312,43 +318,117 @@ def test_ensemble_survives_losing_one_node(tmp_path):
     assert not any(ensemble.running(i) for i in range(3))
 
 
-# ------------------------------------------------------------------- Docker path (no engine here)
+# ----------------------------------------------------------------------------- Docker path
 
-class FakeDockerZooKeeper:
-    def __init__(self, image, fail=False):
-        self.image, self.fail, self.connect_string = image, fail, ""
-
-    def start(self):
-        if self.fail:
-            raise RuntimeError("cannot start container")
-        self.connect_string = "docker-host:32768"
-        return self
-
-    def describe(self):
-        return f"fake container {self.image}"
+def _no_docker_settings(monkeypatch):
+    for name in ("KAFKALITE_ZOOKEEPER", docker_engine.ENV_USE_DOCKER,
+                 docker_engine.ENV_USE_DOCKER_OLD, docker_engine.ENV_ZOOKEEPER_IMAGE,
+                 docker_engine.ENV_ZOOKEEPER_IMAGE_OLD):
+        monkeypatch.delenv(name, raising=False)
 
 
-def test_start_zookeeper_prefers_a_local_docker_image(monkeypatch):
-    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
-    monkeypatch.setattr(zkl, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
-    monkeypatch.setattr(zkl, "DockerZooKeeper", FakeDockerZooKeeper)
-    server = start_zookeeper()
-    assert isinstance(server, FakeDockerZooKeeper) and server.image == "zookeeper:3.8"
-
-
-def test_start_zookeeper_falls_back_when_docker_fails(monkeypatch, caplog, tmp_path):
-    monkeypatch.delenv("KAFKALITE_ZOOKEEPER", raising=False)
-    monkeypatch.setattr(zkl, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
-    monkeypatch.setattr(zkl, "DockerZooKeeper", lambda image: FakeDockerZooKeeper(image, True))
-    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
-        server = start_zookeeper(tmp_path)
+def test_start_zookeeper_runs_a_local_docker_image(monkeypatch, tmp_path):
+    """Where an engine runs and a zookeeper image is local, start_zookeeper() gives a container
+    that serves clients with the local launcher's settings, and survives kill + restart with its
+    data and its address (runs under docker/ci.sh or after docker/engine.sh start)."""
+    _no_docker_settings(monkeypatch)
+    image, reason = docker_engine.docker_zookeeper_image()
+    if image is None:
+        pytest.skip(f"needs a Docker engine and a local zookeeper image: {reason}")
+    server = start_zookeeper(tmp_path)
     try:
-        assert isinstance(server, ZooKeeperServer) and server.running
-        assert any("Docker ZooKeeper failed" in r.getMessage() for r in caplog.records)
+        assert isinstance(server, ZooKeeperContainer) and server.image == image
+        host, _, port = server.connect_string.rpartition(":")
+        assert zkl.four_letter_word(host, int(port), "ruok") == "imok"
+        conf = zkl.four_letter_word(host, int(port), "conf")
+        assert f"tickTime={SERVER_DEFAULTS['tickTime']}" in conf.replace(" ", "")
+        assert f"minSessionTimeout={SERVER_DEFAULTS['minSessionTimeout']}" in conf
+        with ZkClient(server.connect_string, session_timeout_ms=2000) as client:
+            client.create("/kept", b"data")
+        address = server.connect_string
+        server.kill()
+        wait_until(lambda: not port_is_open(host, int(port)), what="the killed container's port")
+        server.restart()
+        assert server.connect_string == address
+        with ZkClient(server.connect_string) as client:
+            assert client.get_data("/kept")[0] == b"data"
     finally:
         server.stop()
 
 
-def test_docker_can_be_switched_off(monkeypatch):
+def test_docker_required_but_unavailable_says_why(monkeypatch):
+    _no_docker_settings(monkeypatch)
+    image, reason = docker_engine.docker_zookeeper_image()
+    if image is not None:
+        pytest.skip(f"Docker with {image} is available here; the refusal needs it missing")
+    monkeypatch.setenv("KAFKALITE_TEST_DOCKER", "1")
+    with pytest.raises(DockerUnavailable) as err:
+        start_zookeeper()
+    assert "KAFKALITE_TEST_DOCKER=1" in str(err.value) and reason in str(err.value)
+
+
+class FailingContainer:
+    def __init__(self, image):
+        self.image = image
+
+    def start(self):
+        raise RuntimeError("cannot start container")
+
+
+def test_start_zookeeper_falls_back_when_docker_fails(monkeypatch, caplog, tmp_path):
+    _no_docker_settings(monkeypatch)
+    monkeypatch.setattr(docker_engine, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
+    monkeypatch.setattr(zkl, "ZooKeeperContainer", FailingContainer)
+    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
+        server = start_zookeeper(tmp_path)
+    try:
+        assert isinstance(server, ZooKeeperServer) and server.running
+        assert any("Docker ZooKeeper failed (cannot start container)" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        server.stop()
+    monkeypatch.setenv("KAFKALITE_TEST_DOCKER", "1")          # required: no fallback
+    with pytest.raises(RuntimeError, match="cannot start container"):
+        start_zookeeper(tmp_path)
+
+
+def test_docker_can_be_switched_off_by_either_name(monkeypatch):
+    _no_docker_settings(monkeypatch)
     monkeypatch.setenv("KAFKALITE_ZOOKEEPER_DOCKER", "0")
-    assert zkl.docker_zookeeper_image() == (None, "Docker disabled by KAFKALITE_ZOOKEEPER_DOCKER")
+    assert docker_engine.docker_zookeeper_image() == (
+        None, "Docker disabled by KAFKALITE_ZOOKEEPER_DOCKER")
+    monkeypatch.setenv("KAFKALITE_TEST_DOCKER", "off")
+    assert docker_engine.docker_zookeeper_image() == (None, "Docker disabled by KAFKALITE_TEST_DOCKER")
+    assert docker_engine.docker_unavailable_reason("zookeeper:3.8") == \
+        "Docker disabled by KAFKALITE_TEST_DOCKER"
+
+
+@pytest.mark.parametrize("environ, wanted", [
+    ({}, None), ({"KAFKALITE_TEST_DOCKER": "1"}, True), ({"KAFKALITE_TEST_DOCKER": "no"}, False),
+    ({"KAFKALITE_ZOOKEEPER_DOCKER": "0"}, False),
+    ({"KAFKALITE_TEST_DOCKER": "1", "KAFKALITE_ZOOKEEPER_DOCKER": "0"}, True),
+])
+def test_one_docker_switch_with_its_old_name(environ, wanted):
+    assert docker_engine.docker_wanted(environ) is wanted
+
+
+def test_image_choice():
+    choose = docker_engine.choose_zookeeper_image
+    assert choose(None, ["zookeeper:3.7", "zookeeper:3.8", "python:3.11"]) == "zookeeper:3.8"
+    assert choose(None, ["zookeeper:3.7", "zookeeper:3.9"]) == "zookeeper:3.9"
+    assert choose(None, ["python:3.11"]) is None
+    assert choose("zookeeper:3.7", ["zookeeper:3.7", "zookeeper:3.8"]) == "zookeeper:3.7"
+    assert choose("zookeeper:3.6", ["zookeeper:3.8"]) is None    # asked for: never another
+    assert docker_engine.zookeeper_image_setting({"KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:old"
+    assert docker_engine.zookeeper_image_setting({"KAFKALITE_TEST_ZOOKEEPER_IMAGE": "zk:new",
+                                                  "KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:new"
+
+
+def test_container_gets_the_local_servers_settings():
+    env = container_environment()
+    assert env["ZOO_TICK_TIME"] == str(SERVER_DEFAULTS["tickTime"])
+    assert env["ZOO_4LW_COMMANDS_WHITELIST"] == SERVER_DEFAULTS["4lw.commands.whitelist"]
+    assert env["ZOO_ADMINSERVER_ENABLED"] == "false"
+    assert env["ZOO_CFG_EXTRA"].split() == [
+        f"minSessionTimeout={SERVER_DEFAULTS['minSessionTimeout']}",
+        f"maxSessionTimeout={SERVER_DEFAULTS['maxSessionTimeout']}"]
