@@ -31,6 +31,8 @@ SUBCOMMANDS = {
     "reassign": "reassign",
     "leader-election": "leader_election",
     "pipeline": "pipeline",
+    "console": "console",
+    "tour": "tour",
 }
 
 
