@@ -8,8 +8,7 @@
 * ``pipeline demo``: the whole demo on a running cluster (generate, run twice, print the table,
   check it against a plain-Python computation).
 
-Needs the spark extra (pyspark, pyarrow) and Java; the same commands run as
-``python -m spark_integration.pipelines.payments``.
+Needs the spark extra (pyspark, pyarrow) and Java.
 """
 
 from __future__ import annotations

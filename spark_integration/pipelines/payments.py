@@ -22,8 +22,8 @@ Each sink is its own streaming query with its own checkpoint, over the same inpu
 :func:`reference_totals` computes the same result in plain Python, without Spark, for the tests
 and the demo's self-check. :func:`run_demo` is the whole demo on a running cluster.
 
-Run it with ``kafkalite pipeline run ...`` / ``kafkalite pipeline demo ...`` or
-``python -m spark_integration.pipelines.payments ...`` (the same commands).
+Run it with ``kafkalite pipeline run ...`` / ``kafkalite pipeline demo ...``. This module does not
+import the CLI: the command line sits above the pipeline, never below it.
 """
 
 from __future__ import annotations
@@ -547,10 +547,3 @@ def run_demo(bootstrap_servers: str, *, events: int = 1200, late: int = 5,
          "[red]totals DIFFER from the plain-Python computation[/]")
     return DemoResult(totals, reference, len(topic_records), batches, rows, matches, output_dir)
 
-
-if __name__ == "__main__":  # python -m spark_integration.pipelines.payments ...
-    import sys
-
-    from kafkalite.cli.pipeline import command
-
-    sys.exit(command.main(prog_name="python -m spark_integration.pipelines.payments"))
