@@ -8,8 +8,9 @@
 Used for ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
 ``replication-offset-checkpoint`` in each data directory. A write goes to ``<file>.tmp``, is
 fsynced, renamed over the file and the directory fsynced, so a crash leaves either the old or the
-new file, never a mix. Reading a missing file gives ``{}``; a malformed file raises
-CorruptCheckpointError naming the file and line.
+new file, never a mix; a failed write (a full disk) removes the ``.tmp`` and leaves the old file.
+Reading a missing file gives ``{}``; a malformed file raises CorruptCheckpointError naming the file
+and line.
 """
 
 from __future__ import annotations
@@ -42,12 +43,20 @@ def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        # the old file is untouched; a torn .tmp would only hold space on a full disk
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path) or ".")
 

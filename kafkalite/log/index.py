@@ -147,6 +147,15 @@ class _Index:
                 os.close(self._fd)
                 self._fd = -1
 
+    def close_handlers(self) -> None:
+        """Close the file without writing pending entries (the data dir failed)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def delete(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

@@ -21,6 +21,10 @@ including later segments -- is removed, as Kafka does.
 Segments leaving the log (retention, truncation, compaction) are renamed ``*.deleted`` and their
 files removed ``file.delete.delay.ms`` later (``delete_expired_files``, run by the LogManager) so
 a read in flight on another thread never sees its descriptor closed.
+
+Disk failures: any OSError of the log's files is reported to the ``LogDirFailureChannel`` (the
+data dir goes offline) and raised as KafkaStorageError. From then on every Log of that dir refuses
+appends, reads and maintenance, and the LogManager closes them with ``close_handlers`` (no write).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from kafkalite.errors import (
     UnsupportedLogFormatError,
 )
 from kafkalite.log.checkpoint import fsync_dir
+from kafkalite.log.dir_failure import normalize_dir, storage_error_hint
 from kafkalite.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -153,10 +158,13 @@ class Log:
 
     def __init__(self, dir, config, clock: Callable[[], int] | None = None,
                  recovery_point: int = 0, clean_shutdown: bool = False,
-                 log_start_offset: int | None = None):
+                 log_start_offset: int | None = None, log_dir_failure_channel=None):
         self.dir = os.fspath(dir)
         self.config = config
         self._clock = clock or _now_ms
+        #: the data dir holding this partition's directory (the unit that goes offline)
+        self.parent_dir = normalize_dir(os.path.dirname(os.path.normpath(self.dir)))
+        self._failure_channel = log_dir_failure_channel
         parsed = parse_topic_partition(os.path.basename(os.path.normpath(self.dir)))
         self.topic, self.partition = parsed if parsed else (None, None)
         self._segments: list[LogSegment] = []
@@ -330,8 +338,7 @@ class Log:
         malformed producer batch. An OSError while writing becomes KafkaStorageError and the
         partial write is cut back.
         """
-        if self._closed:
-            raise KafkaStorageError(f"log {self.name} is closed")
+        self._check_open()
         view = memoryview(records)
         if type(records) is not bytes and (view.ndim != 1 or view.itemsize != 1):
             view = view.cast("B")
@@ -419,9 +426,7 @@ class Log:
             segment = self._maybe_roll(total, first_offset, last_offset)
             segment.append(data, last_offset, max_ts, offset_of_max, batches, total)
         except OSError as exc:
-            raise KafkaStorageError(
-                f"cannot append {total} bytes to {self.name} in {self.dir}: "
-                f"{exc.strerror or exc}") from exc
+            raise self._storage_error(exc, f"append {total} bytes to") from exc
 
         if last_offset + 1 - self.recovery_point >= self.config.flush_messages:
             self.flush()
@@ -449,9 +454,7 @@ class Log:
             segment = self._maybe_roll(size, base, last)
             segment.append(data, last, max_ts, last, ((0, base, last, max_ts),), size)
         except OSError as exc:
-            raise KafkaStorageError(
-                f"cannot append {size} bytes to {self.name} in {self.dir}: "
-                f"{exc.strerror or exc}") from exc
+            raise self._storage_error(exc, f"append {size} bytes to") from exc
         if last + 1 - self.recovery_point >= config.flush_messages:
             self.flush()
         return AppendInfo(base, last, max_ts, -1, f[_F_RECORD_COUNT], size, last,
@@ -484,9 +487,12 @@ class Log:
         log_path = segment_paths(self.dir, base)[0]
         if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
             raise KafkaStorageError(f"{self.name}: cannot roll, {log_path} already exists")
-        if not replace_empty:
-            active.seal()
-        segment = LogSegment(self.dir, base, self.config, self._clock)
+        try:
+            if not replace_empty:
+                active.seal()
+            segment = LogSegment(self.dir, base, self.config, self._clock)
+        except OSError as exc:  # nothing changed yet: the old active segment stays active
+            raise self._storage_error(exc, f"roll a segment at offset {base} for") from exc
         if replace_empty:  # an empty active segment is replaced, not kept
             self._bases.pop()
             self._segments.pop()
@@ -504,7 +510,15 @@ class Log:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` (but at least
         one batch with ``min_one_batch``), only batches whose last offset is below
         ``max_offset`` (the high watermark). OffsetOutOfRangeError below the log start or above
-        the log end; empty at the log end."""
+        the log end; empty at the log end. KafkaStorageError once the log's dir is offline."""
+        self._check_open()
+        try:
+            return self._read(offset, max_bytes, max_offset, min_one_batch)
+        except OSError as exc:
+            raise self._storage_error(exc, "read") from exc
+
+    def _read(self, offset: int, max_bytes: int, max_offset: int | None,
+              min_one_batch: bool) -> FetchData:
         segments = self._segments
         leo = segments[-1].next_offset
         if offset < self.log_start_offset or offset > leo:
@@ -570,7 +584,7 @@ class Log:
             self._remove_segments(doomed, allow_all=True)
             self._segments[-1].truncate_to(offset)
         except OSError as exc:
-            raise KafkaStorageError(f"cannot truncate {self.name}: {exc}") from exc
+            raise self._storage_error(exc, f"truncate to offset {offset}") from exc
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.log_start_offset = min(self.log_start_offset, leo)
@@ -589,7 +603,7 @@ class Log:
             self._add_segment(LogSegment(self.dir, offset, self.config, self._clock))
             fsync_dir(self.dir)
         except OSError as exc:
-            raise KafkaStorageError(f"cannot truncate {self.name}: {exc}") from exc
+            raise self._storage_error(exc, f"truncate fully to offset {offset}") from exc
         self.log_start_offset = offset
         self.recovery_point = offset
         self._roll_flush_offset = None
@@ -641,7 +655,7 @@ class Log:
         try:
             self._remove_segments(doomed)
         except OSError as exc:
-            raise KafkaStorageError(f"cannot delete segments of {self.name}: {exc}") from exc
+            raise self._storage_error(exc, "delete old segments of") from exc
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
         return bases
 
@@ -670,8 +684,11 @@ class Log:
         if not due:
             return 0
         self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
-        for segment in due:
-            segment.delete()
+        try:
+            for segment in due:
+                segment.delete()
+        except OSError as exc:
+            raise self._storage_error(exc, "remove deleted segment files of") from exc
         return len(due)
 
     def dirty_ratio(self) -> float:
@@ -692,6 +709,12 @@ class Log:
         dirty ratio reaches ``min.cleanable.dirty.ratio`` unless ``force``. Returns None if
         nothing was done."""
         self._check_open()
+        try:
+            return self._compact(now_ms, force)
+        except OSError as exc:
+            raise self._storage_error(exc, "compact") from exc
+
+    def _compact(self, now_ms: int | None, force: bool) -> CompactionResult | None:
         from kafkalite.record.batch import BatchBuilder, read_batch
 
         now = self._clock() if now_ms is None else now_ms
@@ -806,8 +829,8 @@ class Log:
                     segment.flush()
                 elif segment.base_offset >= target:
                     break
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot flush {self.name}: {exc}") from exc
+        except OSError as exc:  # the recovery point stays: what it covers was fsynced before
+            raise self._storage_error(exc, "flush") from exc
         self.recovery_point = target
         self._last_flush_ms = self._clock()
         if self._roll_flush_offset is not None and self._roll_flush_offset <= target:
@@ -833,6 +856,19 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.name} is closed")
+        channel = self._failure_channel
+        if channel is not None and channel.is_offline(self.parent_dir):
+            raise KafkaStorageError(
+                f"{self.name} is in the offline log dir {self.parent_dir} "
+                f"({channel.failure_of(self.parent_dir)})")
+
+    def _storage_error(self, exc: OSError, action: str) -> KafkaStorageError:
+        """Report an I/O failure to the log dir failure channel (the data dir goes offline)
+        and return the error to raise."""
+        message = f"cannot {action} {self.name}: {storage_error_hint(exc, self.parent_dir)}"
+        if self._failure_channel is not None:
+            self._failure_channel.maybe_add_offline_log_dir(self.parent_dir, message, exc)
+        return KafkaStorageError(message)
 
     def close(self) -> None:
         """Close every segment (indexes written, not fsynced: flush first for durability) and
@@ -845,6 +881,19 @@ class Log:
         self._pending_deletes = []
         for segment in self._segments:
             segment.close()
+
+    def close_handlers(self) -> None:
+        """Close every file descriptor without writing anything (Kafka's closeHandlers): the
+        data dir failed. Index entries not yet written are lost; recovery at the next start
+        rebuilds them, since no clean-shutdown marker is written for a failed dir."""
+        if self._closed:
+            return
+        self._closed = True
+        for _t, segment in self._pending_deletes:
+            segment.close_handlers()
+        self._pending_deletes = []
+        for segment in self._segments:
+            segment.close_handlers()
 
     def delete(self) -> None:
         """Close and remove the whole partition directory."""

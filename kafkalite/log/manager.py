@@ -18,6 +18,14 @@ clean-shutdown marker. All of it runs on the reactor thread (fsyncs included, sy
 
 The replica manager owns high watermarks; it reads the loaded ones with
 ``high_watermark_checkpoint`` and saves them with ``write_high_watermarks``.
+
+Disk failures (Kafka's JBOD handling): every I/O error in a data dir -- a log's, a checkpoint's --
+goes to ``failure_channel`` (``log.dir_failure.LogDirFailureChannel``) and takes that dir offline
+until the broker restarts. ``handle_log_dir_failure`` (called by the replica manager's handler)
+drops the dir's logs, closing their files without writing. An offline dir gets no new logs, no
+checkpoints and no clean-shutdown marker, so the next start recovers its logs; the other dirs go
+on as before. A dir that fails while loading is skipped the same way; if no dir is left, loading
+fails (Kafka halts the broker then).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from kafkalite.log.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
+from kafkalite.log.dir_failure import LogDirFailureChannel, normalize_dir, storage_error_hint
 from kafkalite.log.log import Log, log_dir_name, parse_topic_partition
 
 log = logging.getLogger(__name__)
@@ -60,10 +69,17 @@ class LogManager(service.Service):
                  retention_check_interval_ms: int = 300_000,
                  flush_check_interval_ms: int = 1000,
                  checkpoint_interval_ms: int = 60_000,
-                 topic_configs: Mapping[str, object] | None = None):
-        self.data_dirs = [os.fspath(d) for d in data_dirs]
+                 topic_configs: Mapping[str, object] | None = None,
+                 log_dir_failure_channel: LogDirFailureChannel | None = None):
+        self.data_dirs = [normalize_dir(d) for d in data_dirs]
         if not self.data_dirs:
             raise ValueError("LogManager needs at least one data directory")
+        self.failure_channel = log_dir_failure_channel or LogDirFailureChannel()
+        self._stopped_dirs: set[str] = set()   # offline dirs whose logs were dropped
+        # partitions whose logs are in an offline dir: never recreated elsewhere before restart
+        self._offline_logs: set[TopicPartition] = set()
+        # dirs that failed before their partitions could even be listed
+        self._unlisted_offline_dirs: set[str] = set()
         self.default_config = default_config
         self.reactor = reactor
         self.clock_ms = clock_ms or (lambda: int(reactor.seconds() * 1000))
@@ -89,6 +105,50 @@ class LogManager(service.Service):
                    checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
                    topic_configs=topic_configs)
 
+    # --- data dirs --------------------------------------------------------------------------------
+    @property
+    def live_dirs(self) -> list[str]:
+        """The data dirs that have not failed (in ``log.dirs`` order)."""
+        return [d for d in self.data_dirs if not self.failure_channel.is_offline(d)]
+
+    @property
+    def offline_dirs(self) -> list[str]:
+        return [d for d in self.data_dirs if self.failure_channel.is_offline(d)]
+
+    def is_log_dir_online(self, data_dir) -> bool:
+        return not self.failure_channel.is_offline(data_dir)
+
+    def is_offline_log(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a failed dir (Kafka's HostedPartition.Offline)."""
+        return (topic, partition) in self._offline_logs
+
+    @property
+    def offline_logs(self) -> set[TopicPartition]:
+        return set(self._offline_logs)
+
+    def _report(self, data_dir: str, exc: OSError, action: str) -> str:
+        message = f"cannot {action}: {storage_error_hint(exc, data_dir)}"
+        self.failure_channel.maybe_add_offline_log_dir(data_dir, message, exc)
+        return message
+
+    def handle_log_dir_failure(self, data_dir) -> list[TopicPartition]:
+        """Stop serving logs in the failed ``data_dir`` (Kafka's LogManager.handleLogDirFailure):
+        drop them and close their files without writing. Returns their partitions ([] if the
+        dir was handled before)."""
+        data_dir = normalize_dir(data_dir)
+        if data_dir in self._stopped_dirs:
+            return []
+        self._stopped_dirs.add(data_dir)
+        gone = sorted(tp for tp, d in self._dir_of.items() if d == data_dir)
+        for tp in gone:
+            self._dir_of.pop(tp, None)
+            self._logs.pop(tp).close_handlers()
+        self._offline_logs.update(gone)
+        self._high_watermarks.pop(data_dir, None)
+        log.warning("stopped serving %d log(s) in the failed log dir %s; live log dirs: %s",
+                    len(gone), data_dir, ", ".join(self.live_dirs) or "none")
+        return gone
+
     # --- service ----------------------------------------------------------------------------------
     def startService(self) -> None:
         self.load_logs()
@@ -105,10 +165,12 @@ class LogManager(service.Service):
         self._loops = []
         clean = True
         for tp, log_ in list(self._logs.items()):
+            if self.failure_channel.is_offline(self._dir_of[tp]):
+                continue
             try:
                 log_.flush()
             except Exception:  # noqa: BLE001 - keep shutting the others down
-                clean = False
+                clean = clean and self.failure_channel.is_offline(self._dir_of[tp])
                 log.exception("flush of %s-%d failed during shutdown", *tp)
         try:
             self.checkpoint_logs(raise_errors=True)
@@ -117,15 +179,23 @@ class LogManager(service.Service):
             log.exception("writing checkpoints failed during shutdown")
         for tp, log_ in list(self._logs.items()):
             try:
-                log_.close()
+                if self.failure_channel.is_offline(self._dir_of[tp]):
+                    log_.close_handlers()
+                else:
+                    log_.close()
             except Exception:  # noqa: BLE001
                 clean = False
                 log.exception("closing %s-%d failed", *tp)
         self._logs.clear()
         self._dir_of.clear()
         self.loaded = False
+        # an offline dir gets no marker: its logs are recovered at the next start
+        for data_dir in self.offline_dirs:
+            log.warning("log dir %s is offline (%s): no clean-shutdown marker, its logs will be "
+                        "recovered at the next start", data_dir,
+                        self.failure_channel.failure_of(data_dir))
         if clean:
-            for data_dir in self.data_dirs:
+            for data_dir in self.live_dirs:
                 _write_marker(os.path.join(data_dir, CLEAN_SHUTDOWN_FILE))
         else:
             log.warning("unclean log shutdown: logs will be recovered at the next start")
@@ -145,10 +215,30 @@ class LogManager(service.Service):
         if self.loaded:
             return
         for data_dir in self.data_dirs:
-            self._load_dir(data_dir)
+            loaded: dict[TopicPartition, Log] = {}
+            try:
+                self._load_dir(data_dir, loaded)
+            except OSError as exc:  # this dir's disk fails: go on with the others (Kafka's JBOD)
+                for log_ in loaded.values():
+                    log_.close_handlers()
+                self._report(data_dir, exc, f"load the logs in {data_dir}")
+                self._stopped_dirs.add(data_dir)
+                hosted = _partition_dirs(data_dir)
+                if hosted is None:
+                    self._unlisted_offline_dirs.add(data_dir)
+                else:
+                    self._offline_logs.update(hosted)
+                continue
+            for tp, log_ in loaded.items():
+                self._logs[tp] = log_
+                self._dir_of[tp] = data_dir
+        if not self.live_dirs:
+            raise KafkaStorageError(
+                f"none of the log dirs {', '.join(self.data_dirs)} can be used "
+                f"({'; '.join(filter(None, map(self.failure_channel.failure_of, self.data_dirs)))})")
         self.loaded = True
 
-    def _load_dir(self, data_dir: str) -> None:
+    def _load_dir(self, data_dir: str, loaded: dict) -> None:
         os.makedirs(data_dir, exist_ok=True)
         marker = os.path.join(data_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
@@ -176,11 +266,10 @@ class LogManager(service.Service):
             if tp in self._logs:
                 raise KafkaStorageError(f"partition {name} is in two data dirs: "
                                         f"{self._dir_of[tp]} and {data_dir}")
-            log_ = Log(path, self.config_for(tp[0]), self.clock_ms,
-                       recovery_point=recovery_points.get(tp, 0), clean_shutdown=clean,
-                       log_start_offset=log_starts.get(tp))
-            self._logs[tp] = log_
-            self._dir_of[tp] = data_dir
+            loaded[tp] = Log(path, self.config_for(tp[0]), self.clock_ms,
+                             recovery_point=recovery_points.get(tp, 0), clean_shutdown=clean,
+                             log_start_offset=log_starts.get(tp),
+                             log_dir_failure_channel=self.failure_channel)
         if clean:
             self.clean_shutdown_dirs.add(data_dir)
             os.unlink(marker)
@@ -202,26 +291,41 @@ class LogManager(service.Service):
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
+        if tp in self._offline_logs or self._unlisted_offline_dirs:
+            # a second, empty log elsewhere would pass for this replica's data
+            offline = sorted(self._unlisted_offline_dirs) or self.offline_dirs
+            raise KafkaStorageError(
+                f"the log of {topic}-{partition} is (or may be) in the offline log dir(s) "
+                f"{', '.join(offline)}: it comes back when the broker restarts with the disk fixed")
         _check_topic(topic)
         if partition < 0:
             raise ValueError(f"partition must be >= 0, got {partition}")
         data_dir = self._choose_dir()
         path = os.path.join(data_dir, log_dir_name(topic, partition))
         try:
-            created = Log(path, self.config_for(topic), self.clock_ms, clean_shutdown=True)
+            created = Log(path, self.config_for(topic), self.clock_ms, clean_shutdown=True,
+                          log_dir_failure_channel=self.failure_channel)
             fsync_dir(data_dir)
         except OSError as exc:
-            raise KafkaStorageError(f"cannot create log {path}: {exc}") from exc
+            raise KafkaStorageError(self._report(data_dir, exc, f"create the log {path}")) \
+                from exc
         self._logs[tp] = created
         self._dir_of[tp] = data_dir
         log.info("created log for %s-%d in %s", topic, partition, data_dir)
         return created
 
     def _choose_dir(self) -> str:
-        counts = {d: 0 for d in self.data_dirs}
+        """The live data dir with the fewest partitions (Kafka's choice)."""
+        live = self.live_dirs
+        if not live:
+            raise KafkaStorageError(f"every log dir of this broker is offline "
+                                    f"({', '.join(self.data_dirs)}): restart it after fixing "
+                                    f"the disks")
+        counts = {d: 0 for d in live}
         for data_dir in self._dir_of.values():
-            counts[data_dir] = counts.get(data_dir, 0) + 1
-        return min(self.data_dirs, key=lambda d: counts[d])
+            if data_dir in counts:
+                counts[data_dir] += 1
+        return min(live, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove the partition's log. False if there was none."""
@@ -230,7 +334,10 @@ class LogManager(service.Service):
         data_dir = self._dir_of.pop(tp, None)
         if log_ is None:
             return False
-        log_.close()
+        if self.failure_channel.is_offline(data_dir):
+            log_.close_handlers()
+        else:
+            log_.close()
         doomed = os.path.join(data_dir, f"{log_dir_name(topic, partition)}."
                                          f"{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         try:
@@ -267,6 +374,8 @@ class LogManager(service.Service):
         now = self.clock_ms()
         deleted = 0
         for tp, log_ in list(self._logs.items()):
+            if self.failure_channel.is_offline(log_.parent_dir):
+                continue
             try:
                 if log_.config.compact:
                     log_.compact(now)
@@ -279,14 +388,17 @@ class LogManager(service.Service):
     def flush_dirty_logs(self) -> None:
         now = self.clock_ms()
         for tp, log_ in list(self._logs.items()):
+            if self.failure_channel.is_offline(log_.parent_dir):
+                continue
             try:
                 log_.maybe_flush(now)
             except Exception:  # noqa: BLE001
                 log.exception("flush of %s-%d failed", *tp)
 
     def checkpoint_logs(self, raise_errors: bool = False) -> None:
-        """Write every data dir's recovery-point and log-start-offset checkpoints."""
-        for data_dir in self.data_dirs:
+        """Write every live data dir's recovery-point and log-start-offset checkpoints. A
+        failure takes that dir offline; ``raise_errors`` also raises it."""
+        for data_dir in self.live_dirs:
             hosted = {tp: lg for tp, lg in self._logs.items() if self._dir_of[tp] == data_dir}
             try:
                 write_checkpoint(os.path.join(data_dir, RECOVERY_POINT_CHECKPOINT),
@@ -294,10 +406,9 @@ class LogManager(service.Service):
                 write_checkpoint(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT),
                                  {tp: lg.log_start_offset for tp, lg in hosted.items()})
             except OSError as exc:
+                message = self._report(data_dir, exc, f"write the checkpoints in {data_dir}")
                 if raise_errors:
-                    raise KafkaStorageError(f"cannot write checkpoints in {data_dir}: "
-                                            f"{exc}") from exc
-                log.error("cannot write checkpoints in %s: %s", data_dir, exc)
+                    raise KafkaStorageError(message) from exc
 
     # --- high watermarks (owned by the replica manager) -------------------------------------------
     def high_watermark_checkpoint(self, topic: str, partition: int) -> int:
@@ -308,20 +419,31 @@ class LogManager(service.Service):
         return self._high_watermarks.get(data_dir, {}).get((topic, partition), 0)
 
     def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write ``replication-offset-checkpoint`` in each data dir for the partitions it
-        hosts (partitions without a log here are ignored)."""
-        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.data_dirs}
+        """Write ``replication-offset-checkpoint`` in each live data dir for the partitions it
+        hosts (partitions without a log here are ignored). An offline dir keeps its last file
+        (its high watermarks only ever lag); a dir whose write fails goes offline, the others
+        are still written."""
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.live_dirs}
         for tp, hw in high_watermarks.items():
             data_dir = self._dir_of.get(tp)
-            if data_dir is not None:
+            if data_dir in by_dir:
                 by_dir[data_dir][tp] = hw
         for data_dir, entries in by_dir.items():
             try:
                 write_checkpoint(os.path.join(data_dir, REPLICATION_OFFSET_CHECKPOINT), entries)
             except OSError as exc:
-                raise KafkaStorageError(f"cannot write high watermarks in {data_dir}: "
-                                        f"{exc}") from exc
+                self._report(data_dir, exc, f"write the high watermarks in {data_dir}")
+                continue
             self._high_watermarks[data_dir] = dict(entries)
+
+
+def _partition_dirs(data_dir: str) -> set[TopicPartition] | None:
+    """The partitions with a directory in ``data_dir``; None if it cannot be listed."""
+    try:
+        names = os.listdir(data_dir)
+    except OSError:
+        return None
+    return {tp for tp in map(parse_topic_partition, names) if tp is not None}
 
 
 def _check_topic(topic: str) -> None:

@@ -518,6 +518,18 @@ class LogSegment:
             self._fd = -1
             self._closed = True
 
+    def close_handlers(self) -> None:
+        """Close the descriptors without writing anything (the data dir failed)."""
+        self._closed = True
+        self.index.close_handlers()
+        self.time_index.close_handlers()
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def rename_to_deleted(self) -> None:
         """Add the ``.deleted`` suffix to all three files (open descriptors stay valid, so
         readers in flight finish)."""
