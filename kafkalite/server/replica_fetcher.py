@@ -7,7 +7,9 @@ Then it fetches from its log end offset with ``replica_id`` set, appends what co
 (offsets already assigned), and takes the leader's high watermark. The fetch offset itself is how
 the leader learns this follower's LEO, which moves the HW and the ISR.
 
-Network failures back off ``replica.fetch.backoff.ms`` and reconnect.
+Network failures back off ``replica.fetch.backoff.ms`` and reconnect. A partition whose local log
+fails (KAFKA_STORAGE_ERROR: its log dir went offline) leaves the fetcher at once; the log dir
+failure handler takes it offline.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from twisted.internet import defer, task
 
 from kafkalite import errors
-from kafkalite.errors import KafkaError
+from kafkalite.errors import KafkaError, KafkaStorageError
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
 
@@ -124,7 +126,11 @@ class ReplicaFetcher:
                 else:
                     _epoch, own_end = partition.end_offset_for_epoch(p.leader_epoch)
                     target = min(p.end_offset, own_end if own_end >= 0 else p.end_offset)
-                partition.truncate_to(min(target, partition.log_end_offset))
+                try:
+                    partition.truncate_to(min(target, partition.log_end_offset))
+                except KafkaStorageError as exc:
+                    self._storage_failed(tp, exc)
+                    continue
                 state.truncating = False
 
     @defer.inlineCallbacks
@@ -163,12 +169,21 @@ class ReplicaFetcher:
                 try:
                     state.partition.append_as_follower(p.records, p.high_watermark,
                                                        p.log_start_offset)
+                except KafkaStorageError as exc:
+                    self._storage_failed(tp, exc)
+                    continue
                 except KafkaError as exc:
                     log.warning("%s-%d: follower append failed (%s); truncating again", tp[0],
                                 tp[1], exc)
                     state.truncating = True
                     continue
                 self.broker.replica_manager.fetch_purgatory.check(tp)
+
+    def _storage_failed(self, tp, exc: KafkaStorageError) -> None:
+        """The local log failed: stop fetching it (its dir is offline until restart)."""
+        log.warning("%s-%d: stopped fetching from leader %d: %s", tp[0], tp[1], self.leader_id,
+                    exc)
+        self.partitions.pop(tp, None)
 
     def _partition_error(self, tp, code: int, what: str, response=None) -> None:
         error = errors.for_code(code)
@@ -179,7 +194,10 @@ class ReplicaFetcher:
             if partition.log_end_offset < response.log_start_offset:
                 log.info("%s-%d: behind the leader's log start %d; starting there", tp[0], tp[1],
                          response.log_start_offset)
-                partition.log.truncate_fully_and_start_at(response.log_start_offset)
+                try:
+                    partition.log.truncate_fully_and_start_at(response.log_start_offset)
+                except KafkaStorageError as exc:
+                    self._storage_failed(tp, exc)
             else:
                 state.truncating = True
             return

@@ -4,6 +4,11 @@ It applies the controller's LeaderAndIsr and StopReplica, appends produced batch
 answers consumer and follower fetches (long poll through the fetch purgatory), holds acks=all
 produces in the produce purgatory until the ISR has the records, and shrinks or expands ISRs.
 All on the reactor thread.
+
+A failed log dir (``handle_log_dir_failure``, Kafka's): its partitions stop -- no fetcher, no
+leadership, waiting requests answered -- and stay *offline* until the broker restarts: Produce,
+Fetch, ListOffsets, LeaderAndIsr and StopReplica for them answer KAFKA_STORAGE_ERROR, and no
+new log is made for them in another dir. Partitions in the other dirs go on.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Callable
 from twisted.internet import defer, task
 
 from kafkalite import errors
-from kafkalite.errors import (KafkaError, NotLeaderForPartitionError, StaleControllerEpochError,
-                              UnknownTopicOrPartitionError, code_of)
+from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartitionError,
+                              StaleControllerEpochError, UnknownTopicOrPartitionError, code_of)
+from kafkalite.log.dir_failure import normalize_dir
 from kafkalite.protocol import messages as m
 from kafkalite.server.delete_records import INTERNAL_TOPICS
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
@@ -44,7 +50,8 @@ class DelayedProduce(DelayedOperation):
         for tp, required in list(self.pending.items()):
             partition = self.manager.partitions.get(tp)
             if partition is None:
-                self._fail(tp, NotLeaderForPartitionError(f"{tp[0]}-{tp[1]} was removed"))
+                self._fail(tp, self.manager.offline_error(*tp) or
+                           NotLeaderForPartitionError(f"{tp[0]}-{tp[1]} was removed"))
                 continue
             done, error = partition.enough_replicas_for(
                 required, self.manager.topic_config(tp[0]).min_insync_replicas)
@@ -157,9 +164,44 @@ class ReplicaManager:
     def _partition_or_raise(self, topic: str, partition: int) -> Partition:
         found = self.partitions.get((topic, partition))
         if found is None:
-            raise UnknownTopicOrPartitionError(
+            raise self.offline_error(topic, partition) or UnknownTopicOrPartitionError(
                 f"broker {self.broker_id} does not host {topic}-{partition}")
         return found
+
+    def offline_error(self, topic: str, partition: int) -> KafkaStorageError | None:
+        """The error for a partition whose log is in a failed dir (None if it is not)."""
+        if not self.log_manager.is_offline_log(topic, partition):
+            return None
+        return KafkaStorageError(f"{topic}-{partition} is in an offline log dir of broker "
+                                 f"{self.broker_id}")
+
+    @property
+    def offline_partitions(self) -> set[tuple[str, int]]:
+        return self.log_manager.offline_logs
+
+    # --- log dir failure --------------------------------------------------------------------------
+    def handle_log_dir_failure(self, data_dir) -> list[tuple[str, int]]:
+        """Stop serving every partition in the failed ``data_dir`` (Kafka's
+        ReplicaManager.handleLogDirFailure): their fetchers stop, they leave ``partitions`` (this
+        broker leads none of them any more; the coordinator resigns their groups), requests
+        waiting on them are answered, and the log manager closes their logs. Returns them."""
+        offline = [tp for tp in self.partitions
+                   if self.log_manager.log_dir_of(*tp) == normalize_dir(data_dir)]
+        log.warning("stopping the replicas in the failed log dir %s: %s", data_dir,
+                    ", ".join(f"{t}-{p}" for t, p in offline) or "none")
+        if offline and self.stop_follower_callback:
+            self.stop_follower_callback(offline)
+        removed = []
+        for tp in offline:
+            partition = self.partitions.pop(tp)
+            removed.append((tp, False, partition.leader_epoch))
+        self.log_manager.handle_log_dir_failure(data_dir)
+        for tp in offline:   # waiting requests see the partition gone: KAFKA_STORAGE_ERROR
+            self.produce_purgatory.check(tp)
+            self.fetch_purgatory.check(tp)
+            self.delete_records_purgatory.check(tp)
+        self._leadership_changed(removed)
+        return offline
 
     def leader_partition(self, topic: str, partition: int) -> Partition:
         found = self._partition_or_raise(topic, partition)
@@ -188,6 +230,14 @@ class ReplicaManager:
                 continue
             try:
                 partition = self.partitions.get(tp)
+                if partition is None and self.log_manager.is_offline_log(*tp):
+                    # Kafka's HostedPartition.Offline: the controller learns the replica is
+                    # offline from this answer
+                    log.info("%s-%d: LeaderAndIsr ignored, the partition is in an offline log "
+                             "dir", tp[0], tp[1])
+                    partition_errors.append(m.PartitionError(tp[0], tp[1],
+                                                             KafkaStorageError.code))
+                    continue
                 if partition is not None and state.leader_epoch < partition.leader_epoch:
                     raise StaleControllerEpochError(
                         f"{tp[0]}-{tp[1]}: leader epoch {state.leader_epoch} is older than "
@@ -257,6 +307,9 @@ class ReplicaManager:
         if self.stop_follower_callback:
             self.stop_follower_callback(tps)
         for tp in tps:
+            if tp not in self.partitions and self.log_manager.is_offline_log(*tp):
+                results.append(m.PartitionError(tp[0], tp[1], KafkaStorageError.code))
+                continue
             try:
                 partition = self.partitions.pop(tp, None)
                 if partition is not None:
