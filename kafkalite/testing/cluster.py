@@ -7,6 +7,10 @@ about each other). Fault injection works on the real processes: ``kill`` (SIGKIL
 ``resume`` (SIGSTOP / SIGCONT), ``stop`` (SIGTERM: a clean, controlled shutdown), ``restart``.
 Nothing here sleeps for a fixed time: every wait polls a condition with a deadline.
 
+``placement(broker_id) -> Placement`` puts a broker elsewhere than loopback: it binds and
+advertises ``placement.host`` and its command line starts with ``placement.command_prefix`` (e.g.
+``ip netns exec <ns>``: ``kafkalite.testing.faults`` runs each broker in a network namespace).
+
 ``die_with_parent`` (a signal number, e.g. ``signal.SIGKILL``) makes each broker get that signal
 when the process that spawned it dies, however it dies (Linux; see ``kafkalite.testing.procs``);
 ``kafkalite cluster up`` uses it so that no broker outlives its launcher.
@@ -29,6 +33,7 @@ from typing import Callable
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import decode_response, encode_request
 from kafkalite.testing.ports import free_port
+from kafkalite.testing.procs import Placement
 
 
 class ClusterError(RuntimeError):
@@ -88,12 +93,21 @@ class BrokerProcess:
     log_dir: str
     log_path: str
     overrides: dict
+    placement: Placement = field(default_factory=Placement)
     process: subprocess.Popen | None = None
     paused: bool = False
 
     @property
+    def host(self) -> str:
+        return self.placement.host
+
+    @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
     @property
     def running(self) -> bool:
@@ -118,6 +132,7 @@ class LocalCluster:
     first_broker_id: int = 1
     base_port: int | None = None   # fixed ports base_port, base_port+1, ... instead of free ones
     die_with_parent: int | None = None   # signal for the brokers when their spawner dies
+    placement: Callable[[int], Placement] | None = None   # where broker <id> runs
 
     def __post_init__(self):
         self._own_workdir = self.workdir is None
@@ -132,7 +147,8 @@ class LocalCluster:
                 port=free_port() if self.base_port is None else self.base_port + index,
                 log_dir=os.path.join(self.workdir, f"broker-{broker_id}-data"),
                 log_path=os.path.join(self.workdir, f"broker-{broker_id}.log"),
-                overrides=dict(self.overrides))
+                overrides=dict(self.overrides),
+                placement=self.placement(broker_id) if self.placement else Placement())
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "LocalCluster":
@@ -146,11 +162,12 @@ class LocalCluster:
             if not broker.running:
                 self._spawn(broker)
 
-    def _spawn(self, broker: BrokerProcess) -> None:
+    def broker_command(self, broker: BrokerProcess) -> list[str]:
+        """The command line that starts ``broker`` (its settings as ``--override`` options)."""
         settings = {
             "broker.id": broker.broker_id,
             "zookeeper.connect": self.zk_connect,
-            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+            "listeners": f"PLAINTEXT://{broker.host}:{broker.port}",
             "log.dirs": broker.log_dir,
             "zookeeper.session.timeout.ms": 6000,
             "controlled.shutdown.retry.backoff.ms": 500,
@@ -158,9 +175,13 @@ class LocalCluster:
             "default.replication.factor": min(3, self.num_brokers),
         }
         settings.update(broker.overrides)
-        command = [self.python, "-m", "kafkalite", "broker"]
+        command = [*broker.placement.command_prefix, self.python, "-m", "kafkalite", "broker"]
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
+        return command
+
+    def _spawn(self, broker: BrokerProcess) -> None:
+        command = self.broker_command(broker)
         log_file = open(broker.log_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         preexec = None
@@ -188,7 +209,8 @@ class LocalCluster:
                     raise BrokerExitedError(f"broker {broker_id} exited with "
                                        f"{broker.process.returncode if broker.process else None}:"
                                        f"\n{broker.log_tail()}")
-                response = request("127.0.0.1", broker.port, m.MetadataRequest(topics=[]))
+                response = request(broker.host, broker.port, m.MetadataRequest(topics=[]),
+                                   timeout_s=2.0)
                 if not expected <= {b.node_id for b in response.brokers}:
                     return False
                 if response.controller_id < 0:
@@ -291,12 +313,15 @@ class LocalCluster:
     def live_brokers(self) -> list[BrokerProcess]:
         return [b for b in self.brokers.values() if b.running and not b.paused]
 
-    def metadata(self, topics=None):
+    def metadata(self, topics=None, brokers=None, timeout_s: float = 5.0):
+        """Metadata from the first live broker (of ``brokers``, ids) that answers."""
         last = None
         for broker in self.live_brokers():
+            if brokers is not None and broker.broker_id not in brokers:
+                continue
             try:
-                return request("127.0.0.1", broker.port, m.MetadataRequest(
-                    topics=topics, allow_auto_topic_creation=False))
+                return request(broker.host, broker.port, m.MetadataRequest(
+                    topics=topics, allow_auto_topic_creation=False), timeout_s=timeout_s)
             except OSError as exc:
                 last = exc
         raise ClusterError(f"no broker answered a Metadata request: {last}")

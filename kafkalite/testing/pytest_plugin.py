@@ -9,6 +9,8 @@ Fixtures:
 - ``zk_connect``: the connect string with that chroot, e.g. ``"127.0.0.1:40123/kl-test_x-1a2b…"``.
 - ``zk_client``: a started :class:`kafkalite.zk.ZkClient` on ``zk_connect`` (stopped afterwards).
 - ``zk_expire``: ``zk_expire(client, wait_s=10.0) -> bool`` expires a ZkClient's session.
+- ``fault_network``, ``fault_zookeeper``, ``fault_cluster_factory``: brokers and a ZooKeeper
+  ensemble in network namespaces, with partitions and process faults (``kafkalite.testing.faults``).
 
 When a test that used ZooKeeper fails, its report carries the tail of the ZooKeeper log.
 
@@ -148,3 +150,10 @@ from kafkalite.testing.fixtures import (  # noqa: E402,F401
 # docker are imported only when a fixture runs.
 from kafkalite.testing.containers import (  # noqa: E402,F401
     kafkalite_docker_cluster, kafkalite_docker_zookeeper)
+
+
+# --- fault injection (network namespaces, nftables, a ZooKeeper ensemble) ----------------------
+# fault_network, fault_zookeeper (session scope), fault_cluster_factory: see
+# kafkalite/testing/faults/fixtures.py; they import the toolkit only when used.
+from kafkalite.testing.faults.fixtures import (  # noqa: E402,F401
+    fault_cluster_factory, fault_network, fault_zookeeper)

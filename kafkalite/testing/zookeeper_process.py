@@ -136,8 +136,7 @@ class ZooKeeperProcess:
                 return
             if not self.command_prefix:
                 self._wait_port_free()
-            cmd = [*self.command_prefix,
-                   *self.install.command(self.main_class, self.config_path, self.workdir)]
+            cmd = self.command()
             preexec = None
             if self.die_with_parent is not None:
                 from kafkalite.testing.procs import parent_death_preexec
@@ -158,6 +157,11 @@ class ZooKeeperProcess:
             self.paused = False
             _LIVE.add(self)
             log.debug("%s: started pid %s on %s", self.name, self._proc.pid, self.connect_string)
+
+    def command(self) -> list[str]:
+        """The command line that starts this server (behind the command prefix, if any)."""
+        return [*self.command_prefix,
+                *self.install.command(self.main_class, self.config_path, self.workdir)]
 
     def _wait_port_free(self) -> None:
         # a previous incarnation (restart) may still be letting go of the port
