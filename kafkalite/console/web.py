@@ -16,7 +16,7 @@ from importlib import resources as importlib_resources
 from typing import Any, Callable
 
 from twisted.internet import defer
-from twisted.web import resource, server, static
+from twisted.web import pages, resource, server, static
 
 from kafkalite.errors import KafkaError
 
@@ -81,7 +81,7 @@ class PageResource(resource.Resource):
     def getChild(self, path, request):
         if path in (b"", b"index.html"):
             return self._page
-        return resource.NoResource()
+        return pages.notFound()
 
     def render_GET(self, request):
         return self._page.render_GET(request)

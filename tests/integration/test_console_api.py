@@ -1,0 +1,129 @@
+"""``kafkalite console`` against a real ZooKeeper and three real brokers: the JSON views tell the
+truth about brokers, controller, leaders, offsets, both kinds of groups and znodes, and a kill -9
+of a leader's broker comes out of ``/api/events`` as the broker-death and new-leader sentences."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from console_tools import ConsoleProcess, EventStream, wait_for
+from kafkalite.client import AdminClient, Consumer, NewTopic, Producer
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "orders"
+
+
+@pytest.fixture
+def cluster(kafkalite_cluster_factory):
+    return kafkalite_cluster_factory(3)
+
+
+@pytest.fixture
+def console(cluster, zk_connect, tmp_path):
+    process = ConsoleProcess(zk_connect, str(tmp_path / "console.log"))
+    yield process
+    process.stop()
+
+
+def poll_until(consumers, condition, what):
+    def step():
+        for consumer in consumers:
+            if consumer.poll(timeout_ms=100):
+                consumer.commit()
+        return condition()
+    return wait_for(step, 60, what, interval_s=0)
+
+
+def test_views_show_the_cluster_groups_and_znodes(cluster, console, zk_connect):
+    with AdminClient(cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for i in range(30):
+            producer.send(TOPIC, value=b"v%d" % i, partition=i % 3)
+        producer.flush()
+
+    def offsets_sampled():
+        view = console.get("/api/cluster")
+        parts = view.get("topics", {}).get(TOPIC, {}).get("partitions", [])
+        return view if parts and all(p["high_watermark"] == 10 for p in parts) else None
+    view = wait_for(offsets_sampled, 30, "high watermarks of 10 in /api/cluster")
+    assert [(b["id"], b["alive"], b["port"]) for b in view["brokers"]] == [
+        (b.broker_id, True, b.port) for b in sorted(cluster.brokers.values(),
+                                                   key=lambda b: b.broker_id)]
+    assert view["controller"]["broker_id"] == cluster.controller_id()
+    assert view["controller"]["epoch"] >= 1
+    assert view["cluster_id"]
+    for p in view["topics"][TOPIC]["partitions"]:
+        assert p["leader"] == cluster.leader_of(TOPIC, p["partition"])
+        assert sorted(p["replicas"]) == [1, 2, 3] and sorted(p["isr"]) == [1, 2, 3]
+        assert (p["offline"], p["log_end_offset"]) == (False, 10)
+
+    zk_member = Consumer(TOPIC, group_id="zk-billing", zookeeper=zk_connect,
+                         auto_offset_reset="earliest")
+    coordinator_member = Consumer(TOPIC, group_id="co-billing",
+                                  bootstrap_servers=cluster.bootstrap_servers,
+                                  auto_offset_reset="earliest")
+    try:
+        def both_groups_committed():
+            groups = {g["group"]: g for g in console.get("/api/groups")["groups"]}
+            done = all(name in groups and len(groups[name]["offsets"]) == 3
+                       and all(row["lag"] == 0 for row in groups[name]["offsets"])
+                       for name in ("zk-billing", "co-billing"))
+            return groups if done else None
+        groups = poll_until([zk_member, coordinator_member], both_groups_committed,
+                            "both groups to own every partition with no lag")
+    finally:
+        zk_member.close()
+        coordinator_member.close()
+    zk_group, co_group = groups["zk-billing"], groups["co-billing"]
+    assert (zk_group["kind"], co_group["kind"]) == ("zookeeper", "coordinator")
+    for group in (zk_group, co_group):
+        assert len(group["members"]) == 1
+        assert [(tp["topic"], tp["partition"]) for tp in group["members"][0]["partitions"]] == [
+            (TOPIC, 0), (TOPIC, 1), (TOPIC, 2)]
+        assert [(r["committed"], r["log_end_offset"]) for r in group["offsets"]] == [(10, 10)] * 3
+
+    ids = console.get("/api/zk?path=/brokers/ids")
+    assert ids["children"] == ["1", "2", "3"] and ids["stat"]["ephemeral"] is False
+    broker = console.get("/api/zk?path=/brokers/ids/2")
+    assert broker["stat"]["ephemeral"] is True
+    assert broker["json"]["port"] == cluster.brokers[2].port
+    assert console.status_of("/api/zk?path=/no/such/znode")[0] == 404
+    assert console.status_of("/api/zk?path=/brokers/../x")[0] == 400
+
+
+def test_kill_of_a_leader_comes_out_as_sentences(cluster, console):
+    with AdminClient(cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=3)])
+    def leader_everywhere():
+        shown = console.get("/api/cluster")["topics"].get(TOPIC, {}).get("partitions")
+        leader = shown[0]["leader"] if shown else None
+        return leader if leader is not None and leader == cluster.leader_of(TOPIC, 0) else None
+    victim = wait_for(leader_everywhere, 30, "the same leader in /api/cluster and the brokers")
+    stream = EventStream(console.url)
+    try:
+        cluster.kill(victim)
+        pattern = re.compile(rf"^broker {victim} died; partition {TOPIC}-0 elected leader "
+                             rf"(\d) from ISR \[([\d,]+)\] \(epoch (\d+)\)$")
+
+        def both_said():
+            said = stream.sentences()
+            died = [s for s in said if s.startswith(f"broker {victim} died (its ZooKeeper "
+                                                    f"session ended")]
+            elected = [m for m in map(pattern.match, said) if m]
+            return (died, elected) if died and elected else None
+        # the brokers' ZooKeeper session timeout is 6 s; the election follows at once
+        died, elected = wait_for(both_said, 30, "the death and election sentences")
+    finally:
+        stream.close()
+    assert f"it led {TOPIC}-0" in died[0]
+    new_leader, isr, epoch = int(elected[0].group(1)), elected[0].group(2), int(elected[0].group(3))
+    assert new_leader != victim and str(victim) not in isr.split(",")
+    assert new_leader == cluster.leader_of(TOPIC, 0) and epoch >= 1
+    view = console.get("/api/cluster")
+    assert {b["id"]: b["alive"] for b in view["brokers"]}[victim] is False
+    partition = view["topics"][TOPIC]["partitions"][0]
+    assert partition["leader"] == new_leader and victim in partition["offline_replicas"]
