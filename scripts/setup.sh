@@ -44,6 +44,10 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 # kcat (librdkafka's command-line client) is one of the real Kafka clients the tests talk to
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+# Debian's Chromium and its WebDriver: the console's browser test drives the page headless
+# (Selenium from the test extra; no browser download)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2

@@ -54,6 +54,7 @@ ENVFILE = "cluster.env"
 LOGFILE = "cluster.log"
 ZOOKEEPER_DEATH_SIGNAL = signal.SIGTERM
 BROKER_DEATH_SIGNAL = signal.SIGKILL
+CONSOLE_DEATH_SIGNAL = signal.SIGTERM
 
 data_dir_option = click.option(
     "--data-dir", default="./kafkalite-data", show_default=True, type=click.Path(file_okay=False),
@@ -191,11 +192,15 @@ class _Stopped(BaseException):
                    "[default: <data-dir>/cluster.env]")
 @click.option("--timeout", "start_timeout", default=120.0, show_default=True, type=float,
               help="seconds to wait for ZooKeeper and the brokers to be ready")
+@click.option("--console/--no-console", "with_console", default=True, show_default=True,
+              help="also run the live web console (kafkalite console) for this cluster")
+@click.option("--console-port", default=8080, show_default=True, type=click.IntRange(0, 65535),
+              help="the console's HTTP port on 127.0.0.1 (0: any free port)")
 @click.option("--demo", is_flag=True, help="create a topic, produce and consume a few records")
 @click.option("--exit-after-demo", is_flag=True, help="stop everything once the demo ran")
 @click.option("--ready-fd", type=int, hidden=True)   # the detached supervisor reports here
 def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, overrides, detach,
-       env_file, start_timeout, demo, exit_after_demo, ready_fd):
+       env_file, start_timeout, with_console, console_port, demo, exit_after_demo, ready_fd):
     """Start ZooKeeper and N brokers; Ctrl-C (or 'cluster down') stops them all."""
     data_dir = os.path.abspath(data_dir)
     env_file = os.path.abspath(env_file or os.path.join(data_dir, ENVFILE))
@@ -206,7 +211,8 @@ def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, over
         _refuse_if_running(data_dir)
     settings = dict(num_brokers=num_brokers, data_dir=data_dir, zookeeper=zookeeper,
                     zk_port=zk_port, zk_force_sync=zk_force_sync, base_port=base_port,
-                    overrides=overrides, env_file=env_file, start_timeout=start_timeout)
+                    overrides=overrides, env_file=env_file, start_timeout=start_timeout,
+                    console_port=console_port if with_console else None)
     if detach:
         _launch_detached(**settings)
         return
@@ -214,7 +220,7 @@ def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, over
 
 
 def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port,
-                     overrides, env_file, start_timeout) -> None:
+                     overrides, env_file, start_timeout, console_port) -> None:
     """Start the supervisor, wait for its one-line report, print the exports."""
     read_end, write_end = os.pipe()
     # -P: never import from the cwd (the data dir)
@@ -225,6 +231,8 @@ def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync
              "--ready-fd", str(write_end)]
     if zookeeper:
         argv += ["--zookeeper", zookeeper]
+    argv += (["--no-console"] if console_port is None
+             else ["--console", "--console-port", str(console_port)])
     for item in overrides:
         argv += ["--override", item]
     log_path = os.path.join(data_dir, LOGFILE)
@@ -268,6 +276,8 @@ def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync
     click.echo(f"kafkalite cluster up: ZooKeeper {report['zookeeper']}, "
                f"{num_brokers} broker(s) at {report['bootstrap_servers']}; supervisor pid "
                f"{proc.pid}, log {log_path}", err=True)
+    if report.get("console_url"):
+        click.echo(f"console: {report['console_url']}", err=True)
     click.echo(f"settings in {env_file}; stop it with: kafkalite cluster down --data-dir "
                f"{data_dir}", err=True)
 
@@ -314,7 +324,8 @@ def _tail(path: str, n: int) -> str:
 
 
 def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port,
-                 overrides, env_file, start_timeout, demo, exit_after_demo, ready_fd) -> None:
+                 overrides, env_file, start_timeout, console_port, demo, exit_after_demo,
+                 ready_fd) -> None:
     """Start everything, report, run until a stop signal, stop everything (the owner)."""
     from rich.console import Console
 
@@ -350,6 +361,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     pidfile.write()
     zk_server = None
     cluster = None
+    console_proc = None
+    console_url = None
     wrote_env = False
     try:
         try:
@@ -396,12 +409,19 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
             console.print(f"broker {broker.broker_id}    [bold]{broker.address}[/] "
                           f"(data: {broker.log_dir}, log: {broker.log_path})")
         console.print(f"controller  broker {cluster.controller_id()}")
+        if console_port is not None:
+            from kafkalite.console.launcher import start_beside_cluster
+
+            console_proc, console_url, said = start_beside_cluster(
+                zookeeper, bootstrap, console_port, os.path.join(data_dir, "console.log"),
+                CONSOLE_DEATH_SIGNAL, lambda pid, port: pidfile.add("console", pid, port))
+            console.print(said)
         console.print(f"pidfile     {pidfile.path}; settings in {env_file}")
         if not supervisor:
             click.echo(f"KAFKALITE_BOOTSTRAP_SERVER={bootstrap}")
             click.echo(f"KAFKALITE_ZOOKEEPER={zookeeper}")
         report({"ok": True, "bootstrap_servers": bootstrap, "zookeeper": zookeeper,
-                "pid": os.getpid(), "env_file": env_file})
+                "pid": os.getpid(), "env_file": env_file, "console_url": console_url})
         if demo:
             from kafkalite.cli.demo import run_demo
 
@@ -420,6 +440,10 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     finally:
         starting["now"] = False
         report({"ok": False, "error": "the supervisor stopped before the cluster was ready"})
+        if console_proc is not None:
+            from kafkalite.console.launcher import stop_console
+
+            stop_console(console_proc)
         if cluster is not None:
             with console.status("stopping brokers (controlled shutdown, one by one)..."):
                 cluster.stop(one_by_one=True)

@@ -96,6 +96,18 @@ class BrokerReader:
         if conn is not None:
             conn.close()
 
+    def broker_addresses(self, bootstrap: str) -> dict[int, tuple[str, int]]:
+        """Each live broker's address on the listener ``bootstrap`` reaches (a compose cluster
+        registers an internal and an external one: ZooKeeper alone cannot say which works from
+        here); {} when the brokers cannot be asked."""
+        try:
+            return {b.node_id: (b.host, b.port)
+                    for b in self._admin_for(bootstrap).describe_cluster().brokers}
+        except KafkaError as exc:
+            log.debug("describe cluster: %s", exc)
+            self._close_admin()
+            return {}
+
     # --- coordinator groups ----------------------------------------------------------------------
     def read_coordinator_groups(self, bootstrap: str) -> list[dict] | None:
         """Every coordinator group as the console's JSON shows it; None when the brokers could

@@ -111,6 +111,11 @@ class BrokerSampler:
 
     def _ask(self, targets: list[LeaderTarget], bootstrap: str | None
              ) -> tuple[dict, list[dict] | None]:
+        if self._bootstrap:
+            # the address the given bootstrap listener reaches, not the registration's first
+            addresses = self._reader.broker_addresses(self._bootstrap)
+            targets = [LeaderTarget(t.topic, t.partition, t.leader,
+                                    *addresses.get(t.leader, (t.host, t.port))) for t in targets]
         offsets = self._reader.read_offsets(targets)
         groups = self._reader.read_coordinator_groups(bootstrap) if bootstrap else None
         return offsets, groups
