@@ -10,6 +10,7 @@ import time
 import pytest
 from test_client_consumer import fill
 from test_client_fakebroker import FakeCluster
+from test_client_producer import ManualClock
 
 from kafkalite import errors
 from kafkalite.client import Consumer, OffsetAndMetadata, TopicPartition
@@ -166,18 +167,42 @@ def test_auto_commit_before_revoking_lets_the_next_owner_continue(cluster):
                                                         for o in range(13))
 
 
+def until(condition, what, timeout=10.0):
+    """Wait (real time, as a deadline only) until ``condition()``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
 def test_heartbeats_keep_an_idle_member_and_a_poll_timeout_makes_it_leave(cluster):
+    """The member and the coordinator share one ManualClock: time passes only when the test
+    moves it, and each step waits for the heartbeat that step makes due."""
     cluster.create_topic("t", 1)
-    c = member(cluster, "t", session_timeout_ms=600, heartbeat_interval_ms=100,
-               max_poll_interval_ms=1500)
+    clock = ManualClock()
+    cluster.groups.clock = clock
+    coordinator = BrokerCoordinator("g", bootstrap_servers=cluster.bootstrap,
+                                    session_timeout_ms=600, heartbeat_interval_ms=100,
+                                    max_poll_interval_ms=1200, retry_backoff_ms=10, clock=clock)
+    c = member(cluster, "t", coordinator=coordinator)
     try:
         drive([c], lambda: c.assignment())
         first_id = c._coordinator.member_id
-        time.sleep(1.0)             # > session timeout: only the heartbeat thread talks
+        beats = len(requests(cluster, ApiKey.HEARTBEAT))
+        # 1.0 s without a poll, past the 0.6 s session: only the heartbeat thread talks, once
+        # every 0.1 s, and the coordinator keeps the member
+        for step in range(1, 11):
+            clock.advance(0.1)
+            until(lambda: len(requests(cluster, ApiKey.HEARTBEAT)) >= beats + step,
+                  f"heartbeat {step}")
+        assert len(requests(cluster, ApiKey.HEARTBEAT)) == beats + 10
         assert list(cluster.groups.groups["g"].members) == [first_id]
-        assert len(requests(cluster, ApiKey.HEARTBEAT)) >= 5
-        time.sleep(1.2)             # > max_poll_interval_ms: the member leaves
-        assert cluster.groups.groups["g"].members == {}
+        # 1.3 s since the last poll > max_poll_interval_ms, 0.3 s since the last heartbeat <
+        # the session: the member leaves because of the poll timeout
+        clock.advance(0.3)
+        until(lambda: cluster.groups.groups["g"].members == {}, "the member leaving")
+        assert len(requests(cluster, ApiKey.LEAVE_GROUP)) == 1
         drive([c], lambda: c.assignment() and c._coordinator.member_id)
         assert c._coordinator.member_id != first_id
     finally:

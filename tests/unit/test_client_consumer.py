@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -209,12 +210,37 @@ def test_iteration_stops_after_consumer_timeout(cluster):
     cluster.create_topic("t", 1)
     fill(cluster, n=25)
     with make(cluster, "t", auto_offset_reset="earliest", consumer_timeout_ms=200) as c:
-        t0 = time.monotonic()
-        offsets = [r.offset for r in c]
-        assert offsets == list(range(25))
-        assert time.monotonic() - t0 >= 0.2
+        assert [r.offset for r in c] == list(range(25))     # ends once nothing more comes
         fill(cluster, n=2)
         assert [r.offset for r in c] == [25, 26]       # a new iteration continues
+
+
+def test_iteration_goes_on_through_empty_fetches_within_consumer_timeout(cluster):
+    cluster.create_topic("t", 1)
+    fill(cluster, n=5)
+
+    def fetches_at_5():
+        return sum(1 for _n, k, r in list(cluster.request_log) if k == ApiKey.FETCH
+                   and r.topics[0].partitions[0].fetch_offset == 5)
+
+    def fill_after_empty_fetches():
+        # the fake holds each fetch fetch_max_wait_ms when nothing arrives: when the 8th is
+        # asked, 7 came back empty, 1.75 s, longer than one poll inside the iteration (1 s)
+        deadline = time.monotonic() + 60
+        while fetches_at_5() < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fill(cluster, n=2)
+
+    with make(cluster, "t", auto_offset_reset="earliest", consumer_timeout_ms=60000,
+              fetch_max_wait_ms=250) as c:
+        it = iter(c)
+        assert [next(it).offset for _ in range(5)] == list(range(5))
+        filler = threading.Thread(target=fill_after_empty_fetches)
+        filler.start()
+        # the same iteration waits through the empty answers and yields what came later
+        assert [next(it).offset for _ in range(2)] == [5, 6]
+        filler.join()
+    assert fetches_at_5() >= 8
 
 
 def test_breaking_out_of_iteration_keeps_position_exact(cluster):
@@ -363,7 +389,14 @@ def test_injected_retriable_fetch_error(cluster):
     cluster.fetch_errors[("t", 0)] = [errors.NotLeaderForPartitionError.code]
     with make(cluster, auto_offset_reset="earliest") as c:
         c.assign([TP])
-        assert len(poll_all(c, 5)) == 5
+        assert [r.offset for r in poll_all(c, 5)] == [0, 1, 2, 3, 4]
+    assert cluster.fetch_errors[("t", 0)] == [], "the NOT_LEADER answer was never served"
+    # the fetch answered NOT_LEADER is followed by a metadata refresh, then the same offset again
+    log = [(k, r) for _n, k, r in cluster.request_log if k in (ApiKey.FETCH, ApiKey.METADATA)]
+    fetches = [i for i, (k, _r) in enumerate(log) if k == ApiKey.FETCH]
+    offsets = [log[i][1].topics[0].partitions[0].fetch_offset for i in fetches[:2]]
+    assert offsets == [0, 0]
+    assert ApiKey.METADATA in [k for k, _r in log[fetches[0] + 1:fetches[1]]]
 
 
 def test_group_with_zookeeper_uses_the_zookeeper_coordinator():

@@ -20,7 +20,9 @@ Fault injection for tests:
 * ``cluster.request_log`` records ``(node_id, api_key, request)`` of every request;
 * ``cluster.coordinator_errors = [code, ...]``: the next FindCoordinator(s) get these codes;
 * ``cluster.coordinator_id = n``: move the group coordinator (the others answer
-  NOT_COORDINATOR to group requests).
+  NOT_COORDINATOR to group requests);
+* ``cluster.groups.clock = f``: the group coordinator's sessions and rebalance timeouts run on
+  ``f()`` (seconds) instead of ``time.monotonic``.
 
 The module's own tests check the fake against the protocol codecs.
 """
@@ -135,6 +137,7 @@ class FakeGroupCoordinator:
         self.cluster = cluster
         self.groups: dict[str, FakeGroup] = {}
         self.counter = 0
+        self.clock = time.monotonic     # sessions and rebalance timeouts run on this (seconds)
 
     # internal helpers (called with cluster.lock held) -------------------------------------
     def _group(self, group_id, create=False):
@@ -144,7 +147,7 @@ class FakeGroupCoordinator:
         return g
 
     def _expire(self, g: FakeGroup) -> None:
-        now = time.monotonic()
+        now = self.clock()
         for mid, member in list(g.members.items()):
             if not member.awaiting_join and now - member.last_seen > member.session_s:
                 self._remove(g, mid)
@@ -162,7 +165,7 @@ class FakeGroupCoordinator:
     def _prepare(self, g: FakeGroup) -> None:
         if g.state != "PreparingRebalance":
             g.state = "PreparingRebalance"
-            g.rebalance_deadline = time.monotonic() + max(
+            g.rebalance_deadline = self.clock() + max(
                 [m.rebalance_s for m in g.members.values()] or [0])
         self.cluster.lock.notify_all()
 
@@ -185,7 +188,7 @@ class FakeGroupCoordinator:
         for member in g.members.values():
             member.awaiting_join = False
             member.assignment = b""
-            member.last_seen = time.monotonic()
+            member.last_seen = self.clock()
         self.cluster.lock.notify_all()
 
     def _wait(self, predicate, g: FakeGroup, timeout_s: float) -> bool:
@@ -243,7 +246,7 @@ class FakeGroupCoordinator:
                 self._prepare(g)
             g.protocol_type = r.protocol_type
             member.awaiting_join = True
-            member.last_seen = time.monotonic()
+            member.last_seen = self.clock()
             if g.state == "Empty":
                 self._prepare(g)
             generation = g.generation
@@ -273,7 +276,7 @@ class FakeGroupCoordinator:
                 return m.SyncGroupResponse(error_code=code)
             if g.state == "PreparingRebalance":
                 return m.SyncGroupResponse(error_code=errors.RebalanceInProgressError.code)
-            g.members[r.member_id].last_seen = time.monotonic()
+            g.members[r.member_id].last_seen = self.clock()
             if r.member_id == g.leader and g.state == "CompletingRebalance":
                 given = {a.member_id: a.assignment for a in r.assignments}
                 for mid, member in g.members.items():
@@ -286,7 +289,7 @@ class FakeGroupCoordinator:
             if g.generation != generation or r.member_id not in g.members \
                     or g.state != "Stable":
                 return m.SyncGroupResponse(error_code=errors.RebalanceInProgressError.code)
-            g.members[r.member_id].last_seen = time.monotonic()
+            g.members[r.member_id].last_seen = self.clock()
             return m.SyncGroupResponse(error_code=0, protocol_type=g.protocol_type,
                                        protocol_name=g.protocol,
                                        assignment=g.members[r.member_id].assignment)
@@ -298,7 +301,7 @@ class FakeGroupCoordinator:
                 self._expire(g)
             code = self._check_member(g, r.generation_id, r.member_id)
             if code == 0:
-                g.members[r.member_id].last_seen = time.monotonic()
+                g.members[r.member_id].last_seen = self.clock()
                 if g.state == "PreparingRebalance":
                     code = errors.RebalanceInProgressError.code
             return m.HeartbeatResponse(error_code=code)
