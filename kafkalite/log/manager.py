@@ -233,9 +233,9 @@ class LogManager(service.Service):
                 self._logs[tp] = log_
                 self._dir_of[tp] = data_dir
         if not self.live_dirs:
-            raise KafkaStorageError(
-                f"none of the log dirs {', '.join(self.data_dirs)} can be used "
-                f"({'; '.join(filter(None, map(self.failure_channel.failure_of, self.data_dirs)))})")
+            failures = filter(None, map(self.failure_channel.failure_of, self.data_dirs))
+            raise KafkaStorageError(f"none of the log dirs {', '.join(self.data_dirs)} can be "
+                                    f"used ({'; '.join(failures)})")
         self.loaded = True
 
     def _load_dir(self, data_dir: str, loaded: dict) -> None:
