@@ -313,6 +313,12 @@ class Log:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def offline(self) -> bool:
+        """Closed, or in a data dir that failed: nothing can be done with this log any more."""
+        channel = self._failure_channel
+        return self._closed or (channel is not None and channel.is_offline(self.parent_dir))
+
     def update_config(self, config) -> None:
         self.config = config
         for segment in self._segments:

@@ -180,7 +180,16 @@ class ReplicaFetcher:
                 self.broker.replica_manager.fetch_purgatory.check(tp)
 
     def _storage_failed(self, tp, exc: KafkaStorageError) -> None:
-        """The local log failed: stop fetching it (its dir is offline until restart)."""
+        """The local log failed: stop fetching it when its dir is offline (until restart);
+        any other storage error is retried from a fresh truncation."""
+        state = self.partitions.get(tp)
+        if state is not None and not state.partition.log.offline:
+            backoff = self.broker.config.replica_fetch_backoff_ms / 1000.0
+            log.warning("%s-%d: local log failed (%s); truncating again in %.1f s", tp[0],
+                        tp[1], exc, backoff)
+            state.truncating = True
+            state.retry_at = self.broker.reactor.seconds() + backoff
+            return
         log.warning("%s-%d: stopped fetching from leader %d: %s", tp[0], tp[1], self.leader_id,
                     exc)
         self.partitions.pop(tp, None)

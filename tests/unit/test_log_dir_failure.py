@@ -86,6 +86,7 @@ def test_manager_stops_the_failed_dir_and_keeps_the_other(tmp_path):
     in_a.append(_batch())
     in_b.append(_batch())
     manager.failure_channel.maybe_add_offline_log_dir(a, "disk full", ENOSPC)
+    assert in_a.offline and not in_b.offline
     with pytest.raises(errors.KafkaStorageError, match="offline log dir"):
         in_a.append(_batch())         # refused before the handler has even run
     assert manager.live_dirs == [b] and manager.offline_dirs == [a]
