@@ -107,8 +107,18 @@ RebalanceInProgressError = _error(27, "REBALANCE_IN_PROGRESS", False,
                                   "The group is rebalancing; rejoin")
 InvalidCommitOffsetSizeError = _error(28, "INVALID_COMMIT_OFFSET_SIZE", False,
                                       "The offset commit's metadata is too large")
+TopicAuthorizationFailedError = _error(29, "TOPIC_AUTHORIZATION_FAILED", False,
+                                       "Not authorized to access the topic: ask an admin for an "
+                                       "ACL (kafkalite acls --add)")
 GroupAuthorizationFailedError = _error(30, "GROUP_AUTHORIZATION_FAILED", False,
                                        "Not authorized to access the group")
+ClusterAuthorizationFailedError = _error(31, "CLUSTER_AUTHORIZATION_FAILED", False,
+                                         "Not authorized for this cluster operation")
+UnsupportedSaslMechanismError = _error(33, "UNSUPPORTED_SASL_MECHANISM", False,
+                                       "The broker does not enable that SASL mechanism on this "
+                                       "listener (sasl.enabled.mechanisms)")
+IllegalSaslStateError = _error(34, "ILLEGAL_SASL_STATE", False,
+                               "A request came in the wrong state of the SASL exchange")
 InvalidTimestampError = _error(32, "INVALID_TIMESTAMP", False, "A timestamp is out of range")
 UnsupportedVersionError = _error(35, "UNSUPPORTED_VERSION", False,
                                  "The broker does not support this API or version")
@@ -131,8 +141,16 @@ DuplicateSequenceNumberError = _error(46, "DUPLICATE_SEQUENCE_NUMBER", False,
                                       "The batch was already written")
 InvalidProducerEpochError = _error(47, "INVALID_PRODUCER_EPOCH", False,
                                    "The producer has been fenced by a newer epoch")
+TransactionalIdAuthorizationFailedError = _error(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                                                 False, "Not authorized to use the transactional id")
+SecurityDisabledError = _error(54, "SECURITY_DISABLED", False,
+                               "No authorizer is configured on the broker "
+                               "(authorizer.class.name)")
 KafkaStorageError = _error(56, "KAFKA_STORAGE_ERROR", True,
                            "The log directory failed (disk full or I/O error)")
+SaslAuthenticationFailedError = _error(58, "SASL_AUTHENTICATION_FAILED", False,
+                                       "SASL authentication failed: check the user name, the "
+                                       "password and the mechanism")
 ReassignmentInProgressError = _error(60, "REASSIGNMENT_IN_PROGRESS", False,
                                      "A partition reassignment is in progress for that topic")
 NonEmptyGroupError = _error(68, "NON_EMPTY_GROUP", False, "The group still has live members")
@@ -183,6 +201,9 @@ RebalanceFailedError = _error(None, "REBALANCE_FAILED", False,
                               "The consumer could not claim its partitions after every retry")
 NoOffsetForPartitionError = _error(None, "NO_OFFSET_FOR_PARTITION", False,
                                    "No committed offset and auto_offset_reset='none'")
+SslAuthenticationFailedError = _error(None, "SSL_AUTHENTICATION_FAILED", False,
+                                      "The TLS handshake failed: check the CA (ssl_cafile), the "
+                                      "broker's certificate and its host name")
 UnsupportedLogFormatError = _error(None, "UNSUPPORTED_LOG_FORMAT", False,
                                    "A log dir holds batches in a record format this version "
                                    "cannot read", base=KafkaStorageError)

@@ -44,6 +44,8 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 # kcat (librdkafka's command-line client) is one of the real Kafka clients the tests talk to
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+# openssl makes the test and README certificates (security: TLS listeners)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # Debian's Chromium and its WebDriver: the console's browser test drives the page headless
 # (Selenium from the test extra; no browser download)
 [ -x /usr/bin/chromium ] || missing+=(chromium)

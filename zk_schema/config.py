@@ -7,6 +7,7 @@ Change notification (sequential): ``{"version":2,"entity_path":"topics/t"}``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
 
 from zk_schema._codec import (
     SchemaError, dict_field, dump, int_field, load_object, segment, str_field,
@@ -35,6 +36,23 @@ def config_entity_path(entity_type: str, name: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return config_entity_path(TOPICS, validate_topic_name(topic))
+
+
+def sanitize_entity_name(name: str) -> str:
+    """A user or client name as a znode name: URL-encoded, as Kafka's Sanitizer does it
+    (``CN=a,O=b`` becomes ``CN%3Da%2CO%3Db``; ``*`` and ``~`` are encoded too)."""
+    return quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity_name(child: str) -> str:
+    return unquote(child)
+
+
+def user_config_path(user: str) -> str:
+    """``/config/users/<user>``: the user's SCRAM credentials (and quotas, in Kafka)."""
+    if not isinstance(user, str) or not user:
+        raise SchemaError(f"user {user!r} cannot be a config entity")
+    return config_entity_path(USERS, sanitize_entity_name(user))
 
 
 def config_changes_path() -> str:
@@ -84,6 +102,10 @@ class ConfigChangeNotification:
     @classmethod
     def for_topic(cls, topic: str) -> "ConfigChangeNotification":
         return cls(entity_path=f"{TOPICS}/{validate_topic_name(topic)}")
+
+    @classmethod
+    def for_user(cls, user: str) -> "ConfigChangeNotification":
+        return cls(entity_path=f"{USERS}/{sanitize_entity_name(user)}")
 
     @property
     def entity_type(self) -> str:

@@ -1,0 +1,99 @@
+"""Which ACL operation each API needs on which resource, as Kafka 2.8's KafkaApis checks them,
+and the error a refusal gets (pure: a table and two lookups).
+
+The request handlers ask ``operation_for(api_key, resource_type)`` what to check, so this table
+is the one place that says, e.g., that Produce needs Write on the topic and Fetch needs Read.
+Where an API checks one resource type in two ways (Fetch from a follower needs ClusterAction on
+the cluster; from a consumer, Read on the topic), the entry is keyed by the role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkalite import errors
+from kafkalite.security.acl import AclOperation as Op
+from kafkalite.security.acl import ResourceType as Res
+
+__all__ = ["Check", "API_CHECKS", "operation_for", "error_for", "FOLLOWER", "CONSUMER",
+           "SASL_APIS_BEFORE_AUTHENTICATION"]
+
+FOLLOWER = "follower"     # a broker replicating (Fetch / OffsetForLeaderEpoch with a replica id)
+CONSUMER = "consumer"
+
+
+@dataclass(frozen=True)
+class Check:
+    operation: Op
+    resource_type: Res
+    role: str | None = None      # None: every caller; else FOLLOWER or CONSUMER
+
+
+_CLUSTER_ACTION = (Check(Op.CLUSTER_ACTION, Res.CLUSTER),)
+
+#: api key -> the checks Kafka 2.8 makes (several on one resource type: any one of them)
+API_CHECKS: dict[int, tuple[Check, ...]] = {
+    0: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.WRITE, Res.TOPIC)),            # Produce
+    1: (Check(Op.CLUSTER_ACTION, Res.CLUSTER, FOLLOWER),                                 # Fetch
+        Check(Op.READ, Res.TOPIC, CONSUMER)),
+    2: (Check(Op.DESCRIBE, Res.TOPIC),),                                                  # ListOffsets
+    3: (Check(Op.DESCRIBE, Res.TOPIC), Check(Op.CREATE, Res.CLUSTER)),                   # Metadata
+    4: _CLUSTER_ACTION,                                                                   # LeaderAndIsr
+    5: _CLUSTER_ACTION,                                                                   # StopReplica
+    6: _CLUSTER_ACTION,                                                                   # UpdateMetadata
+    7: _CLUSTER_ACTION,                                                                   # ControlledShutdown
+    8: (Check(Op.READ, Res.GROUP), Check(Op.READ, Res.TOPIC)),                           # OffsetCommit
+    9: (Check(Op.DESCRIBE, Res.GROUP), Check(Op.DESCRIBE, Res.TOPIC)),                   # OffsetFetch
+    10: (Check(Op.DESCRIBE, Res.GROUP), Check(Op.DESCRIBE, Res.TRANSACTIONAL_ID)),       # FindCoordinator
+    11: (Check(Op.READ, Res.GROUP),),                                                    # JoinGroup
+    12: (Check(Op.READ, Res.GROUP),),                                                    # Heartbeat
+    13: (Check(Op.READ, Res.GROUP),),                                                    # LeaveGroup
+    14: (Check(Op.READ, Res.GROUP),),                                                    # SyncGroup
+    15: (Check(Op.DESCRIBE, Res.GROUP),),                                                # DescribeGroups
+    16: (Check(Op.DESCRIBE, Res.CLUSTER), Check(Op.DESCRIBE, Res.GROUP)),               # ListGroups
+    17: (),                                                                               # SaslHandshake
+    18: (),                                                                               # ApiVersions
+    19: (Check(Op.CREATE, Res.CLUSTER), Check(Op.CREATE, Res.TOPIC)),                   # CreateTopics
+    20: (Check(Op.DELETE, Res.TOPIC),),                                                  # DeleteTopics
+    21: (Check(Op.DELETE, Res.TOPIC),),                                                  # DeleteRecords
+    22: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.IDEMPOTENT_WRITE, Res.CLUSTER)),  # InitProducerId
+    23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER, FOLLOWER),                               # OffsetForLeaderEpoch
+         Check(Op.DESCRIBE, Res.TOPIC, CONSUMER)),
+    29: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeAcls
+    30: (Check(Op.ALTER, Res.CLUSTER),),                                                 # CreateAcls
+    31: (Check(Op.ALTER, Res.CLUSTER),),                                                 # DeleteAcls
+    32: (Check(Op.DESCRIBE_CONFIGS, Res.CLUSTER), Check(Op.DESCRIBE_CONFIGS, Res.TOPIC)),  # DescribeConfigs
+    33: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # AlterConfigs
+    36: (),                                                                               # SaslAuthenticate
+    37: (Check(Op.ALTER, Res.TOPIC),),                                                   # CreatePartitions
+    42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups
+    44: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # IncrementalAlterConfigs
+    47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete
+    60: (),                                                                               # DescribeCluster
+}
+
+#: what a SASL listener accepts before the client has authenticated (Kafka's rule)
+SASL_APIS_BEFORE_AUTHENTICATION = frozenset({17, 18, 36})
+
+
+def operation_for(api_key: int, resource_type: Res, role: str | None = None) -> Op:
+    """The operation ``api_key`` checks on ``resource_type`` (for ``role`` where it matters).
+    KeyError when the API checks nothing on that type: a handler asking for it is a bug."""
+    for check in API_CHECKS[api_key]:
+        if check.resource_type == resource_type and check.role in (None, role):
+            return check.operation
+    raise KeyError(f"api {api_key} checks nothing on {resource_type.name}"
+                   + (f" for a {role}" if role else ""))
+
+
+_ERRORS = {
+    Res.TOPIC: errors.TopicAuthorizationFailedError,
+    Res.GROUP: errors.GroupAuthorizationFailedError,
+    Res.CLUSTER: errors.ClusterAuthorizationFailedError,
+    Res.TRANSACTIONAL_ID: errors.TransactionalIdAuthorizationFailedError,
+}
+
+
+def error_for(resource_type: Res) -> type[errors.KafkaError]:
+    """The error a refusal on ``resource_type`` gets (Kafka's AclEntry.authorizationError)."""
+    return _ERRORS[resource_type]

@@ -1,0 +1,71 @@
+"""Users' configs in ZooKeeper: ``/config/users/<user>``, where Kafka keeps SCRAM credentials.
+
+A user's znode is a config entity like a topic's (``{"version":1,"config":{"SCRAM-SHA-512":
+"salt=...,stored_key=...,server_key=...,iterations=4096"}}``); every change is announced with a
+``/config/changes`` notification naming ``users/<user>``, which brokers watch. The values are
+opaque strings here (``kafkalite.security.scram`` reads them).
+
+``UserConfigZkStore(zk)`` uses only the raw ZnodeOps, so it blocks: run it through
+``TwistedZk.run`` on the reactor.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from zk_schema import config as s_config
+
+from kafkalite.zk.errors import ZkNoNodeError
+from kafkalite.zk.ops import ZnodeOps
+
+__all__ = ["UserConfigZkStore"]
+
+
+class UserConfigZkStore:
+    def __init__(self, zk: ZnodeOps):
+        self.zk = zk
+
+    def users(self) -> list[str]:
+        """Every user with a config znode (names desanitized)."""
+        return [s_config.desanitize_entity_name(child) for child in
+                self.zk.get_children(s_config.config_entity_type_path(s_config.USERS))]
+
+    def get(self, user: str) -> dict[str, str]:
+        path = s_config.user_config_path(user)
+        got = self.zk.get_data(path)
+        if got is None:
+            return {}
+        return dict(s_config.EntityConfig.decode(got[0], got[1], path=path).config)
+
+    def get_all(self) -> dict[str, dict[str, str]]:
+        return {user: self.get(user) for user in self.users()}
+
+    def alter(self, user: str, set_values: Mapping[str, str] = (),
+              delete_keys=()) -> dict[str, str]:
+        """Set and delete keys of the user's config, announce the change, and return the new
+        config. A user left with no keys loses its znode, as in Kafka."""
+        config = self.get(user)
+        config.update(dict(set_values))
+        for key in delete_keys:
+            config.pop(key, None)
+        path = s_config.user_config_path(user)
+        if config:
+            self.zk._create_or_set(path, s_config.EntityConfig(config).encode())
+        else:
+            self.zk.delete(path)
+        self._announce(user)
+        return config
+
+    def _announce(self, user: str) -> None:
+        note = s_config.ConfigChangeNotification.for_user(user).encode()
+        try:
+            self.zk.create(s_config.config_change_prefix_path(), note, sequence=True)
+        except ZkNoNodeError:
+            self.zk.ensure_path(s_config.CONFIG_CHANGES_PATH)
+            self.zk.create(s_config.config_change_prefix_path(), note, sequence=True)
+
+    def changed_users(self, notifications: Mapping[str, s_config.ConfigChangeNotification]
+                      ) -> set[str]:
+        """The users named by ``/config/changes`` notifications."""
+        return {s_config.desanitize_entity_name(n.entity_name) for n in notifications.values()
+                if n.entity_type == s_config.USERS}
