@@ -10,6 +10,7 @@ from kafkalite.log.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
+from kafkalite.log.dir_failure import LogDirFailureChannel
 from kafkalite.log.index import OffsetIndex, TimeIndex
 from kafkalite.log.log import (
     AppendInfo,
@@ -28,5 +29,5 @@ __all__ = [
     "OffsetIndex", "TimeIndex", "UnexpectedAppendOffsetError", "parse_topic_partition",
     "log_dir_name", "read_checkpoint", "write_checkpoint", "OffsetCheckpoint",
     "CorruptCheckpointError", "RECOVERY_POINT_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT",
-    "REPLICATION_OFFSET_CHECKPOINT", "CLEAN_SHUTDOWN_FILE",
+    "REPLICATION_OFFSET_CHECKPOINT", "CLEAN_SHUTDOWN_FILE", "LogDirFailureChannel",
 ]
