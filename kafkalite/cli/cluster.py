@@ -55,6 +55,7 @@ LOGFILE = "cluster.log"
 ZOOKEEPER_DEATH_SIGNAL = signal.SIGTERM
 BROKER_DEATH_SIGNAL = signal.SIGKILL
 CONSOLE_DEATH_SIGNAL = signal.SIGTERM
+DEFAULT_CONSOLE_PORT = 8080
 
 data_dir_option = click.option(
     "--data-dir", default="./kafkalite-data", show_default=True, type=click.Path(file_okay=False),
@@ -194,8 +195,9 @@ class _Stopped(BaseException):
               help="seconds to wait for ZooKeeper and the brokers to be ready")
 @click.option("--console/--no-console", "with_console", default=True, show_default=True,
               help="also run the live web console (kafkalite console) for this cluster")
-@click.option("--console-port", default=8080, show_default=True, type=click.IntRange(0, 65535),
-              help="the console's HTTP port on 127.0.0.1 (0: any free port)")
+@click.option("--console-port", default=None, type=click.IntRange(0, 65535),
+              help="the console's HTTP port on 127.0.0.1 (0: any free port) [default: 8080; "
+                   "with --base-port 0, any free port]")
 @click.option("--demo", is_flag=True, help="create a topic, produce and consume a few records")
 @click.option("--exit-after-demo", is_flag=True, help="stop everything once the demo ran")
 @click.option("--ready-fd", type=int, hidden=True)   # the detached supervisor reports here
@@ -212,7 +214,9 @@ def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, over
     settings = dict(num_brokers=num_brokers, data_dir=data_dir, zookeeper=zookeeper,
                     zk_port=zk_port, zk_force_sync=zk_force_sync, base_port=base_port,
                     overrides=overrides, env_file=env_file, start_timeout=start_timeout,
-                    console_port=console_port if with_console else None)
+                    console_port=None if not with_console else (
+                        console_port if console_port is not None else
+                        0 if base_port == 0 else DEFAULT_CONSOLE_PORT))
     if detach:
         _launch_detached(**settings)
         return
@@ -329,6 +333,7 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     """Start everything, report, run until a stop signal, stop everything (the owner)."""
     from rich.console import Console
 
+    from kafkalite.cli.cluster_restart import restart_requested_brokers
     from kafkalite.config import parse_overrides
     from kafkalite.testing.cluster import ClusterError, LocalCluster
     from kafkalite.testing.zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
@@ -432,6 +437,9 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
                       if not supervisor else "running; 'kafkalite cluster down' stops it")
         reported_dead: set[int] = set()
         while not stop_event.wait(0.5):
+            for broker_id in restart_requested_brokers(data_dir, cluster, pidfile):
+                console.print(f"broker {broker_id} restarted on request")
+                reported_dead.discard(broker_id)
             dead = {b.broker_id for b in cluster.brokers.values() if not b.running}
             if dead - reported_dead:
                 console.print(f"[yellow]broker(s) {sorted(dead - reported_dead)} exited; see "
@@ -556,3 +564,12 @@ def _signal(entry: dict, sig: int) -> None:
     if _alive(entry):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(entry["pid"], sig)
+
+
+def _register_restart_broker() -> None:
+    from kafkalite.cli.cluster_restart import restart_broker
+
+    command.add_command(restart_broker)
+
+
+_register_restart_broker()
