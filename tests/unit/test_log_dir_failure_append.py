@@ -103,7 +103,7 @@ def _config():
 
 def _workload(log: Log, acknowledged: list[bytes]) -> None:
     """Appends (leader and follower-style), flushes and rolls; records what succeeded."""
-    for round_ in range(6):
+    for round_ in range(4):
         for n in (1, 3, 2):
             batch = make_batch(n, value_size=40 + round_)
             try:
