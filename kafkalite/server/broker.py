@@ -34,6 +34,7 @@ from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.apis import KafkaApis
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.kafka_apis import KafkaProtocolApis
+from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
@@ -84,6 +85,7 @@ class BrokerService(service.MultiService):
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
         self.controller: Controller | None = None
+        self.log_dir_failure_handler: LogDirFailureHandler | None = None   # once logs loaded
         self._listening_ports: dict = {}
         self._loops: list[task.LoopingCall] = []
         self._pending_isr_notifications: set = set()
@@ -124,6 +126,8 @@ class BrokerService(service.MultiService):
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
+        self.log_dir_failure_handler = LogDirFailureHandler.for_broker(self)
+        self.log_dir_failure_handler.start()
         if self.group_coordinator is not None:
             self.group_coordinator.start()
         self._bind_listeners()
@@ -325,6 +329,8 @@ class BrokerService(service.MultiService):
         self.fetchers.shutdown()
         if self.group_coordinator is not None:
             await defer.maybeDeferred(self.group_coordinator.stop)
+        if self.log_dir_failure_handler is not None:
+            self.log_dir_failure_handler.stop()
         self.replica_manager.stop()
         if self.controller is not None:
             await self.controller.stop()
