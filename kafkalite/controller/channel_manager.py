@@ -77,8 +77,11 @@ class ControllerChannelManager:
         self.request_timeout_s = request_timeout_s
         self.backoff_s = backoff_s
         self._brokers: dict[int, _BrokerQueue] = {}
+        self.closed = False
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
+        if self.closed:
+            return
         existing = self._brokers.get(broker_id)
         if existing is not None:
             if (existing.channel.host, existing.channel.port) == (host or "127.0.0.1", port):
@@ -94,7 +97,8 @@ class ControllerChannelManager:
     def send(self, broker_id: int, request) -> defer.Deferred:
         queue = self._brokers.get(broker_id)
         if queue is None:
-            return defer.fail(NetworkError(f"no channel to broker {broker_id}"))
+            why = "the controller resigned" if self.closed else f"no channel to broker {broker_id}"
+            return defer.fail(NetworkError(why))
         d = queue.enqueue(request)
         return d
 
@@ -110,14 +114,18 @@ class ControllerChannelManager:
                 if entry.error_code:
                     log.warning("broker %d: %s-%d error %d on %s", broker_id, entry.topic,
                                 entry.partition, entry.error_code, type(request).__name__)
-        d = self.send(broker_id, request)
-        d.addCallbacks(report, lambda f: log.info("controller: %s to broker %d dropped: %s",
-                                                  type(request).__name__, broker_id,
-                                                  f.getErrorMessage()))
+        def dropped(failure):
+            (log.debug if self.closed else log.info)(
+                "controller: %s to broker %d dropped: %s", type(request).__name__, broker_id,
+                failure.getErrorMessage())
+        self.send(broker_id, request).addCallbacks(report, dropped)
 
     def brokers(self) -> list[int]:
         return sorted(self._brokers)
 
     def close(self) -> None:
+        """Drop every channel for good (the controller resigned): later sends fail at once and
+        ``send_quietly`` drops them without a word."""
+        self.closed = True
         for broker_id in list(self._brokers):
             self.remove_broker(broker_id)

@@ -41,10 +41,12 @@ class PartitionModifications:
         generation = self._generation
         todo = [t for t in dict.fromkeys(topics) if t not in self._watches]
         results = yield defer.DeferredList(
-            [c.tzk.run(c.zk.watch_data, zk_schema.topic_path(topic),
-                       c._enqueue_from_watch(self._handler_for(topic)))
+            [c.controller_zk.watch_data(zk_schema.topic_path(topic),
+                                        c.event_callback(self._handler_for(topic)))
              for topic in todo], consumeErrors=True)
         for topic, (ok, value) in zip(todo, results):
+            if not ok and generation != self._generation:
+                continue      # the controller resigned meanwhile (the watch was cancelled)
             if not ok:
                 log.warning("controller: cannot watch the assignment of topic %s: %s", topic,
                             value.getErrorMessage())
@@ -97,9 +99,9 @@ class PartitionModifications:
         if topic in context.topics_to_delete:
             log.warning("controller: not adding partitions %s to topic %s: it is being deleted; "
                         "restoring its assignment", sorted(added), topic)
-            yield c._write_assignments({topic: {}})
+            yield c.write_assignments({topic: {}})
             return
         log.info("controller: topic %s: new partitions %s", topic,
                  ", ".join(f"{p} -> {list(r)}" for p, r in sorted(added.items())))
         known.update(added)
-        yield c._on_new_partition_creation([(topic, p) for p in sorted(added)])
+        yield c.on_new_partition_creation([(topic, p) for p in sorted(added)])

@@ -1,8 +1,9 @@
-"""The controller's partition and replica state machines: states and their valid transitions.
+"""The states of partitions and replicas and their valid previous states (pure tables).
 
 These are Kafka's (PartitionStateMachine / ReplicaStateMachine). A transition from a state that is
 not a valid previous state is a controller bug; ``check_transition`` raises IllegalStateError naming
-it, so the controller logs it instead of corrupting its view.
+it. The machines that act on these tables (``partition_state_machine``,
+``replica_state_machine``) refuse such a transition and log it, instead of corrupting their view.
 """
 
 from __future__ import annotations
