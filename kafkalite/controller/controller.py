@@ -32,6 +32,7 @@ from kafkalite.controller.broker_requests import ControllerRequests
 from kafkalite.controller.channel_manager import ControllerChannelManager
 from kafkalite.controller.context import ControllerContext
 from kafkalite.controller.controller_zk import ControllerZk
+from kafkalite.controller.log_dir_events import LogDirEvents
 from kafkalite.controller.partition_modifications import PartitionModifications
 from kafkalite.controller.partition_state_machine import PREFERRED, PartitionStateMachine
 from kafkalite.controller.reassignment import ReassignmentManager
@@ -79,6 +80,7 @@ class Controller:
         self.reassignment = ReassignmentManager(self)
         self.broker_changes = BrokerChanges(self)
         self.partition_modifications = PartitionModifications(self)
+        self.log_dir_events = LogDirEvents(self)
         self._events: deque[_Event] = deque()
         self._processing = False
         self._generation = 0
@@ -269,7 +271,8 @@ class Controller:
                 (zk_schema.ISR_CHANGE_NOTIFICATION_PATH, "children", self._on_isr_change),
                 (zk_schema.PREFERRED_REPLICA_ELECTION_PATH, "data",
                  self._on_preferred_election_request),
-                (zk_schema.REASSIGN_PARTITIONS_PATH, "data", self.reassignment.on_request)):
+                (zk_schema.REASSIGN_PARTITIONS_PATH, "data", self.reassignment.on_request),
+                (LogDirEvents.PATH, "children", self.log_dir_events.on_notification)):
             watch_fn = (self.controller_zk.watch_children if kind == "children"
                         else self.controller_zk.watch_data)
             watch = yield watch_fn(path, self.event_callback(handler))
