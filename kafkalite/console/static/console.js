@@ -181,7 +181,7 @@ function addToTimeline(event) {
 }
 
 function connectEvents() {
-  const source = new EventSource("/api/events?backlog=50");
+  const source = new EventSource("/api/events?backlog=300");
   source.onopen = () => {
     document.body.dataset.stream = "open";
     document.getElementById("stream-status").textContent = "live";
