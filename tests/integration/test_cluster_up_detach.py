@@ -119,7 +119,7 @@ def test_up_detach_status_down_leaves_nothing_behind(cluster_dir):
     info = pidfile(cluster_dir)
     assert info["state"] == "ready" and info["owner"]["role"] == "supervisor"
     roles = sorted(p["role"] for p in info["processes"])
-    assert roles == ["broker", "zookeeper"]
+    assert roles == ["broker", "console", "zookeeper"]
     pids = all_pids(info)
     assert all(running(pid, start) for pid, start in pids.items())
 
@@ -161,7 +161,7 @@ def test_a_supervisor_killed_with_sigkill_takes_zookeeper_and_the_brokers_with_i
     assert "forceSync=no" in (cluster_dir / "zookeeper" / "zoo.cfg").read_text().splitlines()
     info = pidfile(cluster_dir)
     children = {p["pid"]: p["start_time"] for p in info["processes"]}
-    assert len(children) == 2 and all(running(p, s) for p, s in children.items())
+    assert len(children) == 3 and all(running(p, s) for p, s in children.items())  # + console
 
     os.kill(info["owner"]["pid"], signal.SIGKILL)
 
