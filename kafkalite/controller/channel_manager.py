@@ -114,6 +114,7 @@ class ControllerChannelManager:
                 if entry.error_code:
                     log.warning("broker %d: %s-%d error %d on %s", broker_id, entry.topic,
                                 entry.partition, entry.error_code, type(request).__name__)
+
         def dropped(failure):
             (log.debug if self.closed else log.info)(
                 "controller: %s to broker %d dropped: %s", type(request).__name__, broker_id,

@@ -392,8 +392,10 @@ class Controller:
         changed = yield psm.handle_state_changes(new_tps, PS.ONLINE)
         live = set(self.context.live_brokers)
         # replicas on live brokers come online and hear LeaderAndIsr; the others are offline
+        # (not in the ISR of a new partition: nothing to write for them)
         yield rsm.handle_state_changes([r for r in replicas if r[2] in live], RS.ONLINE)
-        yield rsm.handle_state_changes([r for r in replicas if r[2] not in live], RS.OFFLINE)
+        yield rsm.handle_state_changes([r for r in replicas if r[2] not in live], RS.OFFLINE,
+                                       shrink_isr=False)
         self.requests.update_metadata(sorted(live), changed or new_tps)
 
     # --- events: ISR changes from leaders -------------------------------------------------------

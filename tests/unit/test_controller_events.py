@@ -127,6 +127,25 @@ def test_new_topic_goes_new_then_online():
     assert len(channels.requests("UpdateMetadataRequest")) == 3
 
 
+def test_new_partition_with_a_replica_on_a_dead_broker():
+    h = ControllerHarness(brokers=(1, 2))
+    controller, _ = h.controller(1)
+    controller.channels.clear()
+    h.admin.create_topic("n", {0: [4, 1]})            # broker 4 is not registered
+    h.settle()
+    assert h.state("n", 0) == zk_schema.PartitionState(1, 0, 1, (1,), 0)
+    rsm = controller.replica_state_machine
+    assert rsm.state(("n", 0, 4)) == RS.OFFLINE and rsm.state(("n", 0, 1)) == RS.ONLINE
+    assert [b for b, r in controller.channels.sent
+            if type(r).__name__ == "LeaderAndIsrRequest"] == [1]
+    h.start_broker(4)                                 # it comes: its replica comes online
+    controller.channels.clear()
+    h.settle()
+    assert rsm.state(("n", 0, 4)) == RS.ONLINE
+    assert partitions_in(controller.channels.requests("LeaderAndIsrRequest", 4)[0]) == \
+        [("n", 0)]
+
+
 def test_preferred_replica_election_on_request():
     h = ControllerHarness(brokers=(1, 2))
     h.admin.create_topic("p", {0: [1, 2], 1: [2, 1]})
