@@ -1,0 +1,192 @@
+"""Runs the broker fuzz over both protocols (tests/system/test_protocol_fuzz.py,
+bench/protocol_fuzz.py; no test functions here).
+
+Cases are made in chunks, Kafka and native interleaved (``native_share`` of them native), each
+chunk against the controller view ZooKeeper holds when it is made, and sent ``workers`` at a
+time, each on a connection of its own, to the broker it is meant for (else round-robin). Cases
+that must not be sent are counted, not sent (see kafka_fuzz_tools.heavy_cases and
+native_fuzz_cases.left_out). Each exchange is judged by the protocol the broker will see
+(fuzz_frames.sniff), whatever generator made the bytes.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fuzz_frames import KAFKA, NATIVE, Case, complete_frames, exchange, sniff
+from kafka_fuzz_tools import check_kafka, heavy_cases, make_case
+from native_fuzz_cases import (check_native, context_ints, expected_answers, left_out,
+                               make_native_case)
+from native_fuzz_seeds import ControllerView, Seed
+
+KEEP_PROBLEMS = 200            # problems kept with their bytes (all are counted)
+
+
+def family(kind: str) -> str:
+    """The mutation family a case kind belongs to, for the tables ("length-huge" -> "length")."""
+    for prefix in ("pipelined", "length"):
+        if kind.startswith(prefix + "-"):
+            return prefix
+    return kind
+
+
+@dataclass
+class Problem:
+    protocol: str                 # the generator
+    kind: str
+    broker_id: int
+    seed: str
+    what: str
+    data: bytes                   # the exact bytes of the case
+
+    def describe(self) -> str:
+        shown = self.data.hex() if len(self.data) <= 512 else self.data[:512].hex() + "..."
+        return (f"[{self.protocol} {self.kind} from {self.seed!r} to broker {self.broker_id}] "
+                f"{self.what}; bytes: {shown}")
+
+
+@dataclass
+class FuzzReport:
+    cases: int = 0
+    seconds: float = 0.0
+    outcomes: collections.Counter = field(default_factory=collections.Counter)
+    #   (protocol, kind family, result) -> count
+    left_out: collections.Counter = field(default_factory=collections.Counter)
+    #   (protocol, reason) -> count
+    problem_count: int = 0
+    problems: list = field(default_factory=list)     # the first KEEP_PROBLEMS Problems
+    errors: list = field(default_factory=list)       # connection failures (a broker down?)
+    views: list = field(default_factory=list)        # the controller views the chunks saw
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+    def results(self, protocol: str | None = None) -> collections.Counter:
+        out = collections.Counter()
+        for (proto, _kind, result), n in self.outcomes.items():
+            if protocol is None or proto == protocol:
+                out[result] += n
+        return out
+
+    def summary(self) -> str:
+        per_protocol = "; ".join(
+            f"{proto} {sum(self.results(proto).values())} ("
+            + ", ".join(f"{r} {n}" for r, n in sorted(self.results(proto).items())) + ")"
+            for proto in (KAFKA, NATIVE))
+        left = ", ".join(f"{p} {r} {n}" for (p, r), n in sorted(self.left_out.items())) or "none"
+        return (f"{self.cases} cases in {self.seconds:.1f} s ({self.rate:.0f} cases/s): "
+                f"{per_protocol}; left out: {left}; {self.problem_count} problems, "
+                f"{len(self.errors)} connection errors")
+
+    def table(self) -> str:
+        """Outcome counts per protocol and kind family."""
+        rows = collections.defaultdict(collections.Counter)
+        for (proto, kind, result), n in self.outcomes.items():
+            rows[(proto, kind)][result] += n
+        lines = [f"  {'protocol':8} {'kind':22} {'answered':>9} {'closed':>9} {'silent':>9}"]
+        for (proto, kind), counts in sorted(rows.items()):
+            lines.append(f"  {proto:8} {kind:22} {counts['answered']:9} {counts['closed']:9} "
+                         f"{counts['silent']:9}")
+        return "\n".join(lines)
+
+
+def judge(data: bytes, frames: list[bytes], leftover: int) -> str | None:
+    """What is wrong with the broker's answer to ``data``, or None."""
+    if leftover:
+        return f"{leftover} bytes of an incomplete response frame"
+    if not frames:
+        return None
+    sent = complete_frames(data)
+    protocol = sniff(sent[0]) if sent else None
+    if protocol is None:
+        return (f"{len(frames)} answer(s) to a connection whose first frame is "
+                f"{'missing' if not sent else 'neither Kafka nor native'}")
+    if protocol == KAFKA:
+        return check_kafka(sent, frames)
+    return check_native(sent, frames)
+
+
+def _answers_expected(data: bytes) -> int:
+    sent = complete_frames(data)
+    if sent and sniff(sent[0]) == NATIVE:
+        return len(expected_answers(sent))
+    return len(sent)
+
+
+def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds: list[Seed],
+             probes: tuple[bytes, bytes], read_view: Callable[[], ControllerView], cases: int,
+             seed: int = 20261122, workers: int = 16, wait_s: float = 0.5,
+             native_share: float = 0.5, chunk: int = 4000, known_bugs: frozenset = frozenset(),
+             progress: Callable[[FuzzReport], None] | None = None) -> FuzzReport:
+    """``cases`` cases over ``ports`` (broker id -> port); ``probes``: two valid native requests
+    to pipeline around mutated ones; ``read_view()`` reads the controller view from ZooKeeper;
+    ``known_bugs``: names in native_fuzz_cases.KNOWN_BUGS whose triggers are left out."""
+    rnd = random.Random(seed)
+    report = FuzzReport()
+    broker_ids = sorted(ports)
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def one(item):
+        broker_id, case = item
+        try:
+            ex = exchange(ports[broker_id], case.data, _answers_expected(case.data), wait_s)
+        except OSError as exc:
+            with lock:
+                report.errors.append((case.protocol, case.kind, broker_id,
+                                      f"{type(exc).__name__}: {exc}"))
+            return
+        problem = judge(case.data, ex.frames, ex.leftover)
+        with lock:
+            report.cases += 1
+            report.outcomes[(case.protocol, family(case.kind), ex.result)] += 1
+            if problem:
+                report.problem_count += 1
+                if len(report.problems) < KEEP_PROBLEMS:
+                    report.problems.append(Problem(case.protocol, case.kind, broker_id,
+                                                   case.seed, problem, case.data))
+
+    made = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while made < cases:
+            view = read_view()
+            report.views.append(view)
+            ints = context_ints(view)
+            batch: list[Case] = []
+            for _ in range(min(chunk, cases - made)):
+                if rnd.random() < native_share:
+                    batch.append(make_native_case(rnd, native_seeds, ints, probes))
+                else:
+                    batch.append(make_case(rnd, kafka_seeds))
+            made += len(batch)
+            heavy, problem = heavy_cases(batch)
+            if problem:
+                report.problem_count += 1
+                report.problems.append(Problem("kafka", "classification", -1, "", problem, b""))
+            planned = []
+            for i, case in enumerate(batch):
+                broker_id = (case.broker_id if case.broker_id is not None
+                             else broker_ids[(made + i) % len(broker_ids)])
+                if i in heavy:
+                    report.left_out[(case.protocol, "resource-heavy")] += 1
+                    continue
+                sent = complete_frames(case.data)
+                if sent and sniff(sent[0]) == NATIVE:
+                    reason = left_out(sent, broker_id, view, known_bugs)
+                    if reason:
+                        report.left_out[(case.protocol, reason)] += 1
+                        continue
+                planned.append((broker_id, case))
+            list(pool.map(one, planned))
+            report.seconds = time.monotonic() - start
+            if progress is not None:
+                progress(report)
+    report.seconds = time.monotonic() - start
+    return report

@@ -1,0 +1,161 @@
+"""One fuzz session against a running 3-broker cluster, both protocols at once, with live clients
+beside it; shared by tests/system/test_protocol_fuzz.py and bench/protocol_fuzz.py (no test
+functions here).
+
+``run_session`` creates the live topics (rf 3, min.insync.replicas 2: one for confluent-kafka over
+Kafka's protocol, one for kafkalite's own clients over the native protocol) and the Kafka fuzz
+target, records the native seeds from a real client session, builds the controller-request seeds
+from ZooKeeper's view, starts the live clients, runs the cases, and returns what it saw and every
+invariant that broke:
+
+- every broker process alive, answering Metadata on both protocols, naming ZooKeeper's controller;
+- no malformed, misordered or made-up answer; no connection refused;
+- no ERROR or unhandled failure in the broker logs;
+- both live producers and consumers made progress during the fuzz and after it, and no record
+  failed to be acknowledged;
+- every acknowledged record readable at its (partition, offset), with its value, once;
+- ZooKeeper's assignments numbered 0..n-1, each partition with a live leader; no live topic
+  changed partition count; no state written at a controller epoch ZooKeeper never had; the
+  controller epoch the same as when the fuzz began, and the brokers' leaders as ZooKeeper's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kafkalite import AdminClient, NewTopic
+from kafkalite.testing.cluster import ClusterError, wait_until
+from kafkalite.zk import ZkClient
+
+from fuzz_invariants import log_sizes, settled_cluster_problems, topic_counts, unexpected_errors
+from fuzz_live_clients import KafkaLiveTraffic, NativeLiveTraffic
+from fuzz_runner import FuzzReport, run_fuzz
+from kafka_fuzz_tools import seed_payloads
+from native_fuzz_seeds import (built_client_seeds, controller_seeds, probe_payloads,
+                               read_controller_view, record_client_session)
+
+LIVE_PARTITIONS = 3
+KAFKA_LIVE, NATIVE_LIVE, KAFKA_TARGET = "live-kafka", "live-native", "fuzz-target"
+AFTER_FUZZ_S = 30       # how long the live clients have to show progress after the fuzz
+CLUSTER_OVERRIDES = {"replica.lag.time.max.ms": 10000, "offsets.topic.num.partitions": 3}
+
+
+class InvariantsBroken(AssertionError):
+    """What a fuzz session found (raised by ``SessionResult.check``); any other exception is a
+    session that could not run."""
+
+
+@dataclass
+class SessionResult:
+    report: FuzzReport
+    seeds: dict = field(default_factory=dict)      # kind -> how many
+    live: list = field(default_factory=list)       # (name, traffic, before, during)
+    problems: list = field(default_factory=list)   # every broken invariant, described
+
+    def check(self) -> None:
+        if self.problems:
+            raise InvariantsBroken("invariants broken:\n" + "\n".join(
+                f"- {p}" for p in self.problems))
+
+    def describe(self) -> str:
+        lines = [self.report.summary(), self.report.table(),
+                 "seeds: " + ", ".join(f"{k} {n}" for k, n in self.seeds.items())]
+        for name, traffic, before, during in self.live:
+            lines.append(f"{name}: {traffic.describe()} (acked/read {before} before the fuzz, "
+                         f"{during} right after it)")
+        return "\n".join(lines)
+
+
+def create_topics(bootstrap: str) -> None:
+    with AdminClient(bootstrap_servers=bootstrap, client_id="fuzz-setup") as admin:
+        admin.create_topics([
+            NewTopic(KAFKA_LIVE, LIVE_PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"}),
+            NewTopic(NATIVE_LIVE, LIVE_PARTITIONS, 3,
+                     topic_configs={"min.insync.replicas": "2"}),
+            NewTopic(KAFKA_TARGET, 1, 3)], timeout_ms=60000)
+
+
+def run_session(cluster, cases: int, seed: int = 20261122, workers: int = 16,
+                wait_s: float = 0.5, native_share: float = 0.5, live: bool = True,
+                known_bugs: frozenset = frozenset(),
+                progress: Callable[[FuzzReport], None] | None = None) -> SessionResult:
+    bootstrap = cluster.bootstrap_servers
+    ports = {b.broker_id: b.port for b in cluster.brokers.values()}
+    create_topics(bootstrap)
+    for topic in (KAFKA_LIVE, NATIVE_LIVE):
+        for p in range(LIVE_PARTITIONS):
+            wait_until(lambda: cluster.leader_of(topic, p) > 0, 60, f"a leader for {topic}-{p}")
+    zk = ZkClient(cluster.zk_connect).start()
+    traffic: list = []
+    stopped = False
+    try:
+        recorded = record_client_session(bootstrap, {port: b for b, port in ports.items()})
+        view = read_controller_view(zk)
+        forged = controller_seeds(view, {KAFKA_LIVE: LIVE_PARTITIONS,
+                                         NATIVE_LIVE: LIVE_PARTITIONS})
+        built = built_client_seeds()
+        kafka_seeds = seed_payloads(KAFKA_TARGET)
+        seeds = {"kafka": len(kafka_seeds), "native recorded": len(recorded),
+                 "native built": len(built), "native controller": len(forged)}
+        if live:
+            traffic = [("confluent-kafka on " + KAFKA_LIVE,
+                        KafkaLiveTraffic(bootstrap, KAFKA_LIVE, LIVE_PARTITIONS).start()),
+                       ("kafkalite clients on " + NATIVE_LIVE,
+                        NativeLiveTraffic(bootstrap, NATIVE_LIVE, LIVE_PARTITIONS).start())]
+            for name, t in traffic:
+                wait_until(lambda: min(t.counts()) > 100, 60, f"{name} under way")
+        before_counts = [t.counts() for _, t in traffic]
+        topics_before = topic_counts(zk)
+        fixed = {KAFKA_LIVE, NATIVE_LIVE} | ({"__consumer_offsets"} & set(topics_before))
+        logs = log_sizes([b.log_path for b in cluster.brokers.values()])
+
+        report = run_fuzz(ports, kafka_seeds, recorded + built + forged, probe_payloads(),
+                          lambda: read_controller_view(zk), cases, seed=seed, workers=workers,
+                          wait_s=wait_s, native_share=native_share, known_bugs=known_bugs,
+                          progress=progress)
+
+        during_counts = [t.counts() for _, t in traffic]
+        result = SessionResult(report, seeds, [(name, t, b, d) for (name, t), b, d
+                                               in zip(traffic, before_counts, during_counts)])
+        problems = result.problems
+        if traffic:
+            try:
+                wait_until(lambda: all(min(t.counts()) > min(during) + 100 for (_, t), during
+                                       in zip(traffic, during_counts)), AFTER_FUZZ_S,
+                           "the live clients going on after the fuzz")
+            except ClusterError as exc:
+                problems.append(f"{exc}: acked/read {[t.counts() for _, t in traffic]}, "
+                                f"{during_counts} right after the fuzz")
+        for _, t in traffic:          # both at once: each may wait STOP_TIMEOUT_S for acks
+            t.request_stop()
+        for _, t in traffic:
+            t.stop()
+        stopped = True
+        dead = [b.broker_id for b in cluster.brokers.values() if not b.running]
+        if dead:
+            problems.append(f"brokers {dead} died")
+        problems += [f"bad answer: {p.describe()}" for p in report.problems[:20]]
+        if report.problem_count > 20:
+            problems.append(f"... {report.problem_count - 20} more bad answers")
+        problems += [f"connection error: {e}" for e in report.errors[:10]]
+        problems += [f"logged: {e}" for e in unexpected_errors(logs)[:20]]
+        for (name, t), before, during in zip(traffic, before_counts, during_counts):
+            if not (during[0] > before[0] and during[1] > before[1]):
+                problems.append(f"{name} stalled in the fuzz: acked/read {before} before, "
+                                f"{during} after")
+            if t.failed:
+                problems.append(f"{name}: {len(t.failed)} records failed: {t.failed[:3]}")
+        problems += settled_cluster_problems(zk, ports, topics_before, fixed, timeout_s=45)
+        epochs = sorted({view.epoch, read_controller_view(zk).epoch}
+                        | {v.epoch for v in report.views})
+        if len(epochs) > 1:
+            problems.append(f"the controller epoch moved during the fuzz: {epochs}")
+        for _, t in traffic:
+            problems += t.verify()
+        return result
+    finally:
+        if not stopped:
+            for _, t in traffic:
+                t.stop()
+        zk.stop()

@@ -1,0 +1,171 @@
+"""Mutation fuzz of three real brokers over both protocols they speak on one port, with real
+clients working beside it; and the broker bugs it found, each as a deterministic reproduction.
+
+The fuzz (tests/system/protocol_fuzz_session.py) interleaves mutated Kafka request frames and
+mutated native ones: frames recorded from a real kafkalite client session (producers, consumers,
+a broker group, the admin client) and controller requests that ZooKeeper does not back, each
+case on a raw socket of its own, while confluent-kafka and kafkalite's own producer (acks=all)
+and consumer work on replicated topics (rf 3, min.insync.replicas 2). Afterwards every broker
+must be alive and answering Metadata on both protocols, no answer malformed or out of order, no
+error in the broker logs, the live clients still going, every acknowledged record readable once
+where it was acknowledged, and ZooKeeper whole (assignments 0..n-1 with live leaders, live topics
+unchanged, no forged controller epoch written, the brokers agreeing with it).
+
+``bench/protocol_fuzz.py`` runs the same with a configurable case count and prints cases/s.
+"""
+
+import re
+import socket
+import struct
+
+import pytest
+from confluent_kafka.admin import AdminClient as KafkaAdminClient, NewTopic as KafkaNewTopic
+
+from kafkalite import AdminClient, NewTopic
+from kafkalite.errors import BrokerNotAvailableError, StaleBrokerEpochError
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.envelope import encode_request
+from kafkalite.testing.cluster import request, wait_until
+from kafkalite.zk import ZkClient
+
+from protocol_fuzz_session import CLUSTER_OVERRIDES, InvariantsBroken, run_session
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+
+CASES = 6000
+
+FORGED_SHUTDOWN = ("test_forged_controlled_shutdown_without_broker_epoch_is_refused: the "
+                   "controller obeys a ControlledShutdown with broker_epoch -1 from anyone, so "
+                   "the fuzz takes brokers out of every ISR and acks=all producers stall")
+SHUTDOWN_REFUSAL_LOGGED = ("test_refused_controlled_shutdown_is_logged_as_a_warning: the "
+                           "controller logs a refused ControlledShutdown as an ERROR")
+
+
+@pytest.mark.xfail(strict=True, raises=InvariantsBroken,
+                   reason=f"{FORGED_SHUTDOWN}; {SHUTDOWN_REFUSAL_LOGGED}")
+def test_protocol_fuzz_leaves_brokers_zookeeper_and_live_clients_unharmed(
+        kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(3, **{k.replace(".", "_"): v
+                                              for k, v in CLUSTER_OVERRIDES.items()})
+    result = run_session(cluster, CASES)
+    print("\nprotocol fuzz:\n" + result.describe())
+    assert result.report.cases + sum(result.report.left_out.values()) == CASES, \
+        result.report.summary()
+    result.check()
+
+
+def _call(port, api_key, version, values, correlation_id=1):
+    from kafkalite.protocol.kafka import codec
+
+    payload = codec.encode_request(api_key, version, correlation_id, "edge", values)
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the broker closed the connection instead of answering"
+            data += chunk
+    cid, body = codec.decode_response(api_key, version, data[4:])
+    assert cid == correlation_id
+    return body
+
+
+def test_negative_timeouts_are_answered_not_fatal_to_the_request(kafkalite_cluster_factory):
+    """Found by the fuzz (when the followers were slower than the leader): an acks=all Produce
+    with a negative timeout was appended, then the purgatory refused the negative delay, so the
+    client got a closed connection for records that were in the log. Kafka expires such a wait at
+    once; so does kafkalite's Kafka-protocol path now. Same for DeleteRecords."""
+    from kafka_fuzz_tools import record_batch
+
+    cluster = kafkalite_cluster_factory(2)
+    admin = KafkaAdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([KafkaNewTopic("edge", 1, 2)])["edge"].result(60)
+    del admin
+    wait_until(lambda: cluster.leader_of("edge", 0) > 0, 60, "a leader")
+    leader = cluster.brokers[cluster.leader_of("edge", 0)]
+    for n, timeout in enumerate((-1, -(1 << 31), 0)):
+        body = _call(leader.port, 0, 9, {
+            "transactional_id": None, "acks": -1, "timeout": timeout, "topic_data": [
+                {"name": "edge", "partition_data": [{"index": 0,
+                                                     "records": record_batch(2, n)}]}]})
+        result = body.responses[0].partition_responses[0]
+        # replicated at once or not: either way an answer, for the batch that is in the log
+        assert result.error_code.value in (0, 7), result      # 7: REQUEST_TIMED_OUT
+    body = _call(leader.port, 21, 2, {"topics": [
+        {"name": "edge", "partitions": [{"partition_index": 0, "offset": 1}]}],
+        "timeout": -1})
+    assert body.topics[0].partitions[0].error_code.value in (0, 7), body
+    assert leader.running
+
+
+# --- reproductions of what the fuzz found --------------------------------------------------------
+
+@pytest.fixture
+def shutdown_target(kafkalite_cluster_factory):
+    """A 3-broker cluster with a replicated topic in sync, a ZkClient, and a broker that is not
+    the controller: (cluster, zk, controller id, target id)."""
+    cluster = kafkalite_cluster_factory(3)
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("cs", 3, 3, topic_configs={"min.insync.replicas": "2"})],
+                            timeout_ms=60000)
+    zk = ZkClient(cluster.zk_connect).start()
+    try:
+        controller = zk.get_controller_id()
+        wait_until(lambda: all(len(zk.get_partition_state("cs", p).isr) == 3 for p in range(3)),
+                   60, "every replica in sync")
+        target = min(b for b in cluster.brokers if b != controller)
+        yield cluster, zk, controller, target
+    finally:
+        zk.stop()
+
+
+def _states(zk):
+    return {p: (s.leader, s.leader_epoch, s.isr)
+            for p, s in ((p, zk.get_partition_state("cs", p)) for p in range(3))}
+
+
+@pytest.mark.xfail(strict=True, reason=FORGED_SHUTDOWN)
+def test_forged_controlled_shutdown_without_broker_epoch_is_refused(shutdown_target):
+    """Reproduction "forged-controlled-shutdown" (native protocol, to the controller's port):
+
+        0000003095070001b16b61666b616c6974652d74657374696e6782a962726f6b65725f696402
+        ac62726f6b65725f65706f6368ff
+
+    is ControlledShutdownRequest(broker_id=2, broker_epoch=-1), correlation id 1 (here with the
+    target broker's id). kafkalite's brokers always send their registration's epoch, but the
+    controller skips the epoch check for a negative one (``broker_epoch >= 0 and ...`` in
+    kafkalite/controller's controlled_shutdown), so anyone who reaches a port makes the
+    controller move the broker's leaderships away, drop it from every ISR and send it
+    StopReplica for everything it follows; the broker then stays "shutting down" (elected
+    nowhere, not even for new partitions) until it registers again. Two such frames leave one
+    replica per ISR: acks=all with min.insync.replicas=2 stalls."""
+    cluster, zk, controller, target = shutdown_target
+    before = _states(zk)
+    forged = m.ControlledShutdownRequest(broker_id=target, broker_epoch=-1)
+    answer = request("127.0.0.1", cluster.brokers[controller].port, forged)
+    after = _states(zk)
+    assert answer.error_code != 0, (
+        f"{encode_request(forged, 0, 1, 'kafkalite-testing').hex()} was answered with "
+        f"{answer}; partition states {before} -> {after}")
+    assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason=SHUTDOWN_REFUSAL_LOGGED)
+def test_refused_controlled_shutdown_is_logged_as_a_warning(shutdown_target):
+    """Reproduction "refused-controlled-shutdown-logged": a ControlledShutdown the controller
+    refuses (a stale broker epoch, a broker that is not registered) is answered with its error,
+    as it should be, but the controller's event queue logs it as "ERROR controller: event
+    controlled_shutdown failed" with a traceback: any client can fill the controller's log with
+    errors, and an operator reads them as a broken controller (Kafka answers the error and logs
+    nothing). The refusal is a KafkaError raised inside the event; the queue logs every
+    non-ControllerMoved failure at ERROR."""
+    cluster, zk, controller, target = shutdown_target
+    port = cluster.brokers[controller].port
+    stale = m.ControlledShutdownRequest(broker_id=target,
+                                        broker_epoch=zk.get_broker(target).broker_epoch - 1)
+    assert request("127.0.0.1", port, stale).error_code == StaleBrokerEpochError.code
+    unknown = m.ControlledShutdownRequest(broker_id=99, broker_epoch=5)
+    assert request("127.0.0.1", port, unknown).error_code == BrokerNotAvailableError.code
+    log = cluster.brokers[controller].log_tail(400)
+    errors_logged = [line for line in log.splitlines() if re.search(r"\] ERROR ", line)]
+    assert not errors_logged, errors_logged
