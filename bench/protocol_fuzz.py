@@ -4,6 +4,7 @@ tests/system/test_protocol_fuzz.py.
 
     python bench/protocol_fuzz.py [--cases 20000] [--seed N] [--workers 16] [--wait 0.5]
                                   [--native-share 0.5] [--no-live]
+                                  [--time-budget SECONDS]
                                   [--leave-out-known-bug forged-controlled-shutdown]
 
 It starts its own ZooKeeper and three brokers (kafkalite.testing), then runs one fuzz session
@@ -43,6 +44,9 @@ def main() -> int:
     parser.add_argument("--native-share", type=float, default=0.5,
                         help="the share of cases made from native seeds (the rest: Kafka)")
     parser.add_argument("--no-live", action="store_true", help="fuzz without live clients")
+    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                        help="start no new chunk of cases after this long (then check the "
+                             "invariants as usual); the report says how many cases ran")
     parser.add_argument("--leave-out-known-bug", action="append", default=[], metavar="NAME",
                         help="leave out the triggers of a known broker bug (repeatable)")
     args = parser.parse_args()
@@ -84,7 +88,8 @@ def main() -> int:
         result = run_session(cluster, args.cases, seed=args.seed, workers=args.workers,
                              wait_s=args.wait, native_share=args.native_share,
                              live=not args.no_live,
-                             known_bugs=frozenset(args.leave_out_known_bug), progress=progress)
+                             known_bugs=frozenset(args.leave_out_known_bug),
+                             time_budget_s=args.time_budget, progress=progress)
     finally:
         cluster.stop()
         zk.stop()

@@ -124,10 +124,12 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
              probes: tuple[bytes, bytes], read_view: Callable[[], ControllerView], cases: int,
              seed: int = 20261122, workers: int = 16, wait_s: float = 0.5,
              native_share: float = 0.5, chunk: int = 4000, known_bugs: frozenset = frozenset(),
+             time_budget_s: float | None = None,
              progress: Callable[[FuzzReport], None] | None = None) -> FuzzReport:
     """``cases`` cases over ``ports`` (broker id -> port); ``probes``: two valid native requests
     to pipeline around mutated ones; ``read_view()`` reads the controller view from ZooKeeper;
-    ``known_bugs``: names in native_fuzz_cases.KNOWN_BUGS whose triggers are left out."""
+    ``known_bugs``: names in native_fuzz_cases.KNOWN_BUGS whose triggers are left out;
+    ``time_budget_s``: make no new chunk after this long (``report.cases`` says how many ran)."""
     rnd = random.Random(seed)
     report = FuzzReport()
     broker_ids = sorted(ports)
@@ -156,6 +158,8 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
     made = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         while made < cases:
+            if time_budget_s is not None and time.monotonic() - start > time_budget_s:
+                break
             view = read_view()
             report.views.append(view)
             ints = context_ints(view)

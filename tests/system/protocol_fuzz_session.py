@@ -52,6 +52,7 @@ class SessionResult:
     seeds: dict = field(default_factory=dict)      # kind -> how many
     live: list = field(default_factory=list)       # (name, traffic, before, during)
     problems: list = field(default_factory=list)   # every broken invariant, described
+    topics: tuple = ({}, {})                       # {topic: partitions} before, after the fuzz
 
     def check(self) -> None:
         if self.problems:
@@ -61,6 +62,11 @@ class SessionResult:
     def describe(self) -> str:
         lines = [self.report.summary(), self.report.table(),
                  "seeds: " + ", ".join(f"{k} {n}" for k, n in self.seeds.items())]
+        before, after = self.topics
+        lines.append(f"topics in ZooKeeper: {len(before)} with {sum(before.values())} "
+                     f"partitions before the fuzz, {len(after)} with {sum(after.values())} "
+                     f"after it (new: {sorted(set(after) - set(before))[:8]}"
+                     f"{'...' if len(set(after) - set(before)) > 8 else ''})")
         for name, traffic, before, during in self.live:
             lines.append(f"{name}: {traffic.describe()} (acked/read {before} before the fuzz, "
                          f"{during} right after it)")
@@ -78,7 +84,7 @@ def create_topics(bootstrap: str) -> None:
 
 def run_session(cluster, cases: int, seed: int = 20261122, workers: int = 16,
                 wait_s: float = 0.5, native_share: float = 0.5, live: bool = True,
-                known_bugs: frozenset = frozenset(),
+                known_bugs: frozenset = frozenset(), time_budget_s: float | None = None,
                 progress: Callable[[FuzzReport], None] | None = None) -> SessionResult:
     bootstrap = cluster.bootstrap_servers
     ports = {b.broker_id: b.port for b in cluster.brokers.values()}
@@ -113,7 +119,7 @@ def run_session(cluster, cases: int, seed: int = 20261122, workers: int = 16,
         report = run_fuzz(ports, kafka_seeds, recorded + built + forged, probe_payloads(),
                           lambda: read_controller_view(zk), cases, seed=seed, workers=workers,
                           wait_s=wait_s, native_share=native_share, known_bugs=known_bugs,
-                          progress=progress)
+                          time_budget_s=time_budget_s, progress=progress)
 
         during_counts = [t.counts() for _, t in traffic]
         result = SessionResult(report, seeds, [(name, t, b, d) for (name, t), b, d
@@ -147,6 +153,7 @@ def run_session(cluster, cases: int, seed: int = 20261122, workers: int = 16,
             if t.failed:
                 problems.append(f"{name}: {len(t.failed)} records failed: {t.failed[:3]}")
         problems += settled_cluster_problems(zk, ports, topics_before, fixed, timeout_s=45)
+        result.topics = (topics_before, topic_counts(zk))
         epochs = sorted({view.epoch, read_controller_view(zk).epoch}
                         | {v.epoch for v in report.views})
         if len(epochs) > 1:
