@@ -85,7 +85,7 @@ class ControllerZk:
     def get_partition_reassignment(self) -> defer.Deferred:
         return self._call("get_partition_reassignment")
 
-    # --- fenced writes ------------------------------------------------------------------------------
+    # --- fenced writes ----------------------------------------------------------------------------
     def create_partition_state(self, tp, state) -> defer.Deferred:
         """A new partition's first leader and ISR (ZkNodeExistsError when it has a state)."""
         return self._call("create_partition_state", tp[0], tp[1], state,

@@ -70,7 +70,7 @@ class ReassignmentManager:
             yield self._start(started)
         yield self.check()
 
-    # --- phase 1 ------------------------------------------------------------------------------------
+    # --- phase 1 ----------------------------------------------------------------------------------
     @defer.inlineCallbacks
     def _start(self, tps):
         """Replicas = target + old; the new replicas start following."""
@@ -101,7 +101,7 @@ class ReassignmentManager:
         c.requests.leader_and_isr(changed or tps, live)
         c.requests.update_metadata(live, changed or tps)
 
-    # --- phase 2 ------------------------------------------------------------------------------------
+    # --- phase 2 ----------------------------------------------------------------------------------
     @defer.inlineCallbacks
     def check(self):
         """Finish each reassignment whose target replicas are all in the ISR: lead from the

@@ -61,7 +61,7 @@ class TopicDeletionManager:
         self.controller.context.topics_to_delete |= set(topics)
         return self.resume(topics)
 
-    # --- progress -----------------------------------------------------------------------------------
+    # --- progress ---------------------------------------------------------------------------------
     @defer.inlineCallbacks
     def resume(self, topics=None):
         """Start (or restart) the deletion of queued topics whose remaining replicas are all on
