@@ -1,0 +1,134 @@
+"""The protocol fuzz's judge (fuzz_runner.judge) on hand-made exchanges: a fuzz whose judge let
+everything through would assert nothing. Pure: no sockets, no brokers."""
+
+import random
+import struct
+
+import msgpack
+
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.envelope import encode_request_payload, encode_response_payload
+from kafkalite.protocol.kafka import codec
+
+from fuzz_frames import complete_frames, frame, sniff
+from fuzz_runner import judge
+from native_fuzz_cases import context_ints, left_out, make_native_case
+from native_fuzz_seeds import ControllerView, Seed, controller_seeds, probe_payloads
+
+VIEW = ControllerView(controller_id=2, epoch=5, broker_epochs={1: 4096, 2: 4100, 3: 4200})
+
+
+def native(request, cid=7, api_version=0):
+    return encode_request_payload(request.API_KEY, api_version, cid, "oracle",
+                                  request.to_body(0))
+
+
+def answer(cid, response):
+    return encode_response_payload(cid, response.to_body(0))
+
+
+METADATA = native(m.MetadataRequest(topics=["t"]), cid=7)
+METADATA_ANSWER = answer(7, m.MetadataResponse(controller_id=2))
+
+
+def test_native_answers_in_order_and_decodable_pass():
+    second = native(m.ApiVersionsRequest(), cid=8)
+    data = frame(METADATA) + frame(second)
+    assert judge(data, [METADATA_ANSWER], 0) is None          # the rest may stay unanswered
+    assert judge(data, [METADATA_ANSWER, answer(8, m.ApiVersionsResponse())], 0) is None
+
+
+def test_native_wrong_correlation_id_or_order_is_a_problem():
+    second = native(m.ApiVersionsRequest(), cid=8)
+    data = frame(METADATA) + frame(second)
+    assert "correlation id 8" in judge(data, [answer(8, m.ApiVersionsResponse())], 0)
+
+
+def test_native_undecodable_or_foreign_answer_is_a_problem():
+    assert "does not decode" in judge(frame(METADATA), [b"\xc1\xc1"], 0)
+    # a Fetch response body where a Metadata response belongs
+    wrong = encode_response_payload(7, {"throttle_time_ms": "soon"})
+    assert "does not decode" in judge(frame(METADATA), [wrong], 0)
+
+
+def test_native_unreadable_envelope_must_not_be_answered():
+    bad = b"\x95\x03\x00"                 # an array of 5 with two elements
+    assert "answers to 0 answerable requests" in judge(frame(bad), [METADATA_ANSWER], 0)
+
+
+def test_native_refused_body_must_get_a_request_error():
+    refused = encode_request_payload(3, 0, 9, "oracle", {"topics": "not a list"})
+    error = encode_response_payload(9, m.RequestErrorResponse(error_code=42).to_body(0))
+    assert judge(frame(refused), [error], 0) is None
+    assert "refused" in judge(frame(refused), [answer(9, m.MetadataResponse())], 0)
+
+
+def test_native_acks_0_produce_is_never_answered():
+    produce = native(m.ProduceRequest(acks=0, topic_data={"t": {0: b"x"}}), cid=3)
+    data = frame(produce) + frame(METADATA)
+    assert judge(data, [METADATA_ANSWER], 0) is None
+    produced = answer(3, m.ProduceResponse())
+    assert judge(data, [produced, METADATA_ANSWER], 0) is not None
+
+
+def test_kafka_answers_are_checked_too():
+    request = codec.encode_request(18, 3, 5, "oracle", {"client_software_name": "o",
+                                                         "client_software_version": "1"})
+    good = codec.encode_response(18, 3, 5, {"error_code": 0, "api_keys": [],
+                                            "throttle_time": 0})
+    assert judge(frame(request), [good], 0) is None
+    assert "correlation id" in judge(frame(request), [struct.pack(">i", 6) + good[4:]], 0)
+
+
+def test_answers_to_no_protocol_or_incomplete_frames_are_problems():
+    assert "neither Kafka nor native" in judge(frame(b"\x42hello"), [METADATA_ANSWER], 0)
+    assert "missing" in judge(struct.pack(">i", 1000) + METADATA, [METADATA_ANSWER], 0)
+    assert "incomplete" in judge(frame(METADATA), [], 3)
+
+
+def test_frames_and_sniffing_follow_the_broker():
+    assert complete_frames(frame(b"ab") + struct.pack(">i", -1) + frame(b"cd")) == [b"ab"]
+    assert complete_frames(struct.pack(">i", 104_857_601) + b"x") == []
+    assert [sniff(b"\x00\x03"), sniff(b"\x95"), sniff(b"\xdc"), sniff(b"\x80"), sniff(b"")] == [
+        "kafka", "native", "native", None, None]
+
+
+def test_left_out_only_the_exact_identity_and_absurd_partition_counts():
+    def leader_and_isr(controller_id, epoch, broker_epoch):
+        return native(m.LeaderAndIsrRequest(controller_id=controller_id, controller_epoch=epoch,
+                                            broker_epoch=broker_epoch))
+    assert left_out([leader_and_isr(2, 5, 4096)], 1, VIEW) == "impersonation"
+    for near_miss in ((2, 5, 4100), (2, 6, 4096), (3, 5, 4096), (2, 5, -1)):
+        assert left_out([leader_and_isr(*near_miss)], 1, VIEW) is None, near_miss
+    shutdown = native(m.ControlledShutdownRequest(broker_id=3, broker_epoch=4200))
+    assert left_out([shutdown], 2, VIEW) == "impersonation"
+    assert left_out([native(m.ControlledShutdownRequest(broker_id=3, broker_epoch=-1))], 2,
+                    VIEW) is None
+    assert left_out([native(m.ControlledShutdownRequest(broker_id=3, broker_epoch=-1))], 2,
+                    VIEW, frozenset({"forged-controlled-shutdown"})) is not None
+    huge = native(m.CreatePartitionsRequest(topics=[m.CreatePartitionsTopic("t", 10**6, None)]))
+    assert left_out([huge], 1, VIEW) == "resource-heavy"
+
+
+def test_controller_seeds_never_carry_the_identity_zookeeper_backs():
+    seeds = controller_seeds(VIEW, {"live": 2})
+    assert seeds and all(left_out([s.payload], s.broker_id, VIEW) is None for s in seeds)
+
+
+def test_native_cases_are_deterministic_and_mostly_stay_native():
+    seeds = [Seed("metadata", METADATA, 1)] + controller_seeds(VIEW, {"live": 1})
+
+    def make(seed):
+        rnd = random.Random(seed)
+        return [make_native_case(rnd, seeds, context_ints(VIEW), probe_payloads()).data
+                for _ in range(20)]
+    assert make(5) == make(5) != make(6)
+    rnd = random.Random(1)
+    cases = [make_native_case(rnd, seeds, context_ints(VIEW), probe_payloads())
+             for _ in range(500)]
+    native_share = sum(1 for c in cases if complete_frames(c.data)
+                       and sniff(complete_frames(c.data)[0]) == "native") / len(cases)
+    assert native_share > 0.7
+    assert {c.kind.split("-")[0] for c in cases} >= {"msgpack", "flip", "length", "pipelined",
+                                                     "valid"}
+    assert all(isinstance(msgpack.unpackb(s.payload), list) for s in seeds)
