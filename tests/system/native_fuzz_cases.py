@@ -5,7 +5,8 @@ cases are left out, and what a right answer is.
 Mutations work on the bytes (bit flips, byte sets, truncations, insertions, deletions, splices
 of two seeds, random bytes after the header) and on the msgpack value (an integer field set to an
 edge or to a value that matters here: a broker id, the controller's epoch or a broker epoch, one
-off; the API key swapped; the version changed; a field dropped, given another type, or grafted
+off; a partition-keyed map entry moved or copied to another partition, e.g. 127; the API key
+swapped; the version changed; a field dropped, given another type, or grafted
 from another seed; a list element repeated; an array, map, str or bin header claiming 2**32-1
 items; the body nested 100,000 deep; a record batch's header bytes changed) and on the frame
 (length prefixes that lie, pipelining between valid requests).
@@ -114,9 +115,9 @@ def _byte_mutation(rnd: random.Random, payload: bytes, others: list[bytes]) -> t
 def _value_mutation(rnd: random.Random, value: list, others: list[list],
                     ints: list[int]) -> tuple[str, bytes]:
     """A msgpack-aware mutation of the decoded request ``value`` (changed in place)."""
-    kind = rnd.choices(["int", "api", "version", "drop", "retype", "graft", "dup", "count",
-                        "nest", "batch", "extra"],
-                       weights=[30, 8, 5, 6, 10, 8, 6, 6, 2, 6, 2])[0]
+    kind = rnd.choices(["int", "key", "api", "version", "drop", "retype", "graft", "dup",
+                        "count", "nest", "batch", "extra"],
+                       weights=[30, 6, 8, 5, 6, 10, 8, 6, 6, 2, 6, 2])[0]
     nodes = list(_nodes(value))
     if kind == "int":
         spots = [(p, n) for p, n in nodes if type(n) is int and p != (0,)]
@@ -126,6 +127,13 @@ def _value_mutation(rnd: random.Random, value: list, others: list[list],
                 _set(value, path, rnd.choice([
                     rnd.choice(EDGE_INTS), rnd.choice(ints) if ints else 0, old + 1, old - 1,
                     -old, old * 2]))
+    elif kind == "key":      # a map keyed by partition moves an entry to another partition
+        maps = [n for _, n in nodes if isinstance(n, dict) and any(type(k) is int for k in n)]
+        if maps:
+            chosen = rnd.choice(maps)
+            old = rnd.choice([k for k in chosen if type(k) is int])
+            chosen[rnd.choice([127, old + 1, len(chosen), -1, 1 << 31, rnd.choice(EDGE_INTS)])] = (
+                chosen.pop(old) if rnd.random() < 0.7 else chosen[old])
     elif kind == "api":
         value[0] = rnd.choice(KNOWN_KEYS + [17, 99, 255, -1, 32767, 70000])
     elif kind == "version":

@@ -5,8 +5,8 @@ Two kinds of seed:
 
 - **recorded**: the request frames kafkalite's own clients send in a real session against the
   cluster under test. ``record_client_session`` runs the session in a child process (so the
-  recording hook never touches the test's own clients): an AdminClient creates topics (one grown
-  by CreatePartitions, one deleted again), describes the cluster, topics and configs, alters a
+  recording hook never touches the test's own clients): an AdminClient creates topics (two grown
+  by CreatePartitions, one of them with explicit replica assignments, one deleted again), describes the cluster, topics and configs, alters a
   topic config and deletes records; Producers with acks=all and idempotence, acks=0, and acks=1
   with gzip write; a Consumer assigns, seeks and reads and asks for offsets; a Consumer in a
   ZooKeeper-free broker group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
@@ -41,6 +41,7 @@ from kafkalite.protocol.envelope import encode_request_payload
 NATIVE_TOPIC = "fz-native"             # produced to, fetched, configs altered, records deleted
 GROW_TOPIC = "fz-native-grow"          # created with 1 partition, grown to 2
 TEMP_TOPIC = "fz-native-tmp"           # created, then deleted
+ASSIGNED_TOPIC = "fz-native-assigned"  # created and grown with explicit replica assignments
 NATIVE_GROUP = "fz-native-group"
 SEEDS_PER_API = 4                      # distinct recorded request bodies kept per API key
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -122,7 +123,10 @@ def _record_session(bootstrap: str) -> None:
     admin.create_topics([NewTopic(NATIVE_TOPIC, 2, 3), NewTopic(GROW_TOPIC, 1, 2),
                          NewTopic(TEMP_TOPIC, 1, 1, topic_configs={"retention.ms": "60000"})],
                         timeout_ms=60000)
+    admin.create_topics([NewTopic(ASSIGNED_TOPIC, replica_assignments={0: [1, 2], 1: [2, 3]})],
+                        timeout_ms=60000)
     admin.create_partitions({GROW_TOPIC: NewPartitions(2)}, timeout_ms=60000)
+    admin.create_partitions({ASSIGNED_TOPIC: NewPartitions(3, [[3, 1]])}, timeout_ms=60000)
     admin.describe_cluster()
     _until_it_works(lambda: admin.describe_topics([NATIVE_TOPIC, GROW_TOPIC]))
     admin.describe_configs([ConfigResource("TOPIC", NATIVE_TOPIC),
