@@ -1,4 +1,15 @@
-"""Helpers shared by the replication system tests (no test functions here)."""
+"""Helpers shared by the replication and fault system tests (no test functions here).
+
+- ``BackgroundProducer``: an acks=all producer thread remembering every acknowledged
+  (key, sequence, partition, offset) and every failure; values are ``b"key-K:SEQ"``.
+- ``read_all``: every record up to the end offsets (waiting until they cover what was acked).
+- ``try_produce``: one send, no retries, to one broker: what that broker answers.
+- Jepsen-style checks after a fault: ``history_problems`` (every acknowledged record read back at
+  its offset with its value; per partition, records in the order they were sent, a retried batch
+  at most repeated) and ``replica_divergence`` (below the high watermark every replica holds the
+  same record at every offset, read from the log directories at rest); ``jepsen_problems`` runs
+  all of them on a cluster after waiting until every replica is back in the ISR.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +17,11 @@ import glob
 import os
 import threading
 import time
+from collections import Counter, defaultdict
 
 from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from kafkalite.record.header import iter_headers
+from kafkalite.record.reader import iter_records
 
 
 def create_topic(bootstrap, name, partitions, rf, **configs):
@@ -67,6 +80,15 @@ class BackgroundProducer:
         with self._lock:
             return len(self.acknowledged)
 
+    def acked_since(self, count):
+        """How many records were acknowledged after the first ``count``."""
+        return self.acked_count() - count
+
+    def failure_kinds(self):
+        """Counter of the failed sends' exception class names."""
+        with self._lock:
+            return Counter(type(exc).__name__ for _seq, exc in self.failed)
+
     def stop(self):
         self._stop.set()
         self.thread.join(180)
@@ -111,3 +133,117 @@ def log_bytes_up_to(log_dir, high_watermark):
                 return bytes(data)
             data += content[pos:pos + header.size]
     return bytes(data)
+
+
+def try_produce(address, topic, partition, value, acks="all", timeout_s=20):
+    """One send of ``value`` to ``address`` (only: the producer bootstraps from it) without
+    retries: ``(offset, None)`` when acknowledged, ``(None, exception)`` otherwise."""
+    producer = Producer(bootstrap_servers=address, acks=acks, retries=0, linger_ms=0,
+                        request_timeout_ms=int(timeout_s * 1000 / 2),
+                        delivery_timeout_ms=int(timeout_s * 1000), max_block_ms=5000)
+    try:
+        metadata = producer.send(topic, value=value, partition=partition).get(timeout=timeout_s)
+        return metadata.offset, None
+    except Exception as exc:  # noqa: BLE001 - the answer is the point
+        return None, exc
+    finally:
+        producer.close(timeout=5)
+
+
+# --- Jepsen-style checks -----------------------------------------------------------------------
+
+def _sequence(value):
+    """The producer's sequence number in a ``b"key-K:SEQ"`` value; None for anything else
+    (a test's own probe records)."""
+    key, _, sequence = (value or b"").rpartition(b":")
+    return int(sequence) if key.startswith(b"key-") and sequence.isdigit() else None
+
+
+def history_problems(acknowledged, records):
+    """What is wrong with ``records`` (read back) given ``acknowledged`` ((key, sequence,
+    partition, offset) tuples): acknowledged records missing or different at their offset, and
+    per partition a record out of the order the producer sent in (sequences grow with the offset;
+    a retried batch may repeat earlier ones, nothing new may come out of order; records that
+    are not the producer's are left out of the order check)."""
+    at = {(r.partition, r.offset): r.value for r in records}
+    problems = []
+    for key, sequence, partition, offset in acknowledged:
+        want = b"%s:%d" % (key, sequence)
+        got = at.get((partition, offset))
+        if got != want:
+            problems.append(f"acknowledged {want!r} at partition {partition} offset {offset}, "
+                            f"read {got!r}")
+    seen, newest = defaultdict(set), defaultdict(lambda: -1)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        sequence = _sequence(record.value)
+        if sequence is None or sequence in seen[record.partition]:
+            continue                                    # a retried batch, written again
+        if sequence < newest[record.partition]:
+            problems.append(f"partition {record.partition} offset {record.offset}: sequence "
+                            f"{sequence} after {newest[record.partition]}")
+        seen[record.partition].add(sequence)
+        newest[record.partition] = max(newest[record.partition], sequence)
+    return problems
+
+
+def replica_log(log_dir, high_watermark):
+    """{offset: value} of every record below ``high_watermark`` in one replica's partition
+    directory (read with kafkalite's record reader; CRCs checked)."""
+    data = log_bytes_up_to(log_dir, high_watermark)
+    return {r.offset: r.value for r in iter_records(data) if r.offset < high_watermark}
+
+
+def replica_divergence(log_dirs, high_watermark):
+    """Offsets below ``high_watermark`` where the replicas ({broker: partition dir}) do not all
+    hold the same record; a replica without the offset counts as holding nothing."""
+    logs = {broker: replica_log(path, high_watermark) for broker, path in log_dirs.items()}
+    problems = []
+    for offset in range(high_watermark):
+        values = {broker: log.get(offset) for broker, log in logs.items()}
+        if len(set(values.values())) > 1 or None in values.values():
+            problems.append(f"offset {offset}: {values}")
+    return problems
+
+
+def wait_replicas_in_sync(cluster, topic, partitions, timeout_s=90):
+    """Until every partition's ISR holds all its replicas (a LocalCluster's metadata)."""
+    from kafkalite.testing.cluster import wait_until
+
+    def in_sync():
+        for p in range(partitions):
+            meta = cluster.partition_metadata(topic, p)
+            if meta is None or sorted(meta.isr) != sorted(meta.replicas) or meta.leader < 0:
+                return False
+        return True
+    wait_until(in_sync, timeout_s, f"every replica of {topic} back in the ISR", interval_s=0.2,
+               on_timeout=cluster.describe_logs)
+
+
+def high_watermarks(bootstrap, topic, partitions):
+    consumer = Consumer(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+    finally:
+        consumer.close()
+    return {tp.partition: offset for tp, offset in ends.items()}
+
+
+def jepsen_problems(cluster, topic, partitions, acknowledged, timeout_s=90):
+    """After the faults are healed and the producer stopped: every check above, on
+    ``cluster`` (a LocalCluster). Waits until all replicas are in sync, reads everything back,
+    then STOPS the cluster (cleanly) and compares the replicas' log directories at rest.
+    Returns (records read, problems)."""
+    wait_replicas_in_sync(cluster, topic, partitions, timeout_s)
+    bootstrap = cluster.bootstrap_servers
+    records = read_all(bootstrap, topic, partitions, timeout_s=timeout_s,
+                       acknowledged=[(p, o) for _k, _s, p, o in acknowledged])
+    marks = high_watermarks(bootstrap, topic, partitions)
+    replicas = {p: cluster.partition_metadata(topic, p).replicas for p in range(partitions)}
+    problems = history_problems(acknowledged, records)
+    cluster.stop()
+    for partition, mark in sorted(marks.items()):
+        dirs = {b: os.path.join(cluster.brokers[b].log_dir, f"{topic}-{partition}")
+                for b in replicas[partition]}
+        problems += [f"partition {partition} replicas differ at {p}"
+                     for p in replica_divergence(dirs, mark)]
+    return records, problems

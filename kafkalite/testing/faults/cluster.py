@@ -7,7 +7,9 @@ for the test process. Wherever a node is named, a broker id (int) works too, and
 - partitions: ``cut(a, b, both=True)``, ``isolate(node)``, ``heal()`` (``FaultNetwork``'s);
 - process faults: ``kill``, ``pause``, ``resume``, ``restart`` (a broker through ``LocalCluster``,
   a ZooKeeper node through ``ZooKeeperEnsemble``: one implementation of each);
-- what ZooKeeper says: ``registered_brokers()``, ``controller_id()`` (read by a client on the host).
+- what ZooKeeper says: ``registered_brokers()``, ``controller_id()``, ``controller_epoch()``,
+  ``partition_state(topic, p)`` (read by a client on the host); ``broker_metadata(id)``: what a
+  broker itself says.
 
 ``start_ensemble(network, workdir)`` starts the ZooKeeper nodes, ``FaultCluster(...).start()``
 the brokers on a chroot of it. ``restore()`` undoes every fault (links, paused and killed
@@ -182,6 +184,11 @@ class FaultCluster:
     def controller_id(self) -> int | None:
         """The controller according to ZooKeeper's /controller (None: no controller)."""
         return self._zk().get_controller_id()
+
+    def controller_epoch(self) -> int | None:
+        """/controller_epoch: bumped by every controller election."""
+        epoch = self._zk().get_controller_epoch()
+        return None if epoch is None else epoch.epoch
 
     def partition_state(self, topic: str, partition: int) -> Any:
         """The partition's leader/ISR znode (leader, leader_epoch, isr, ...)."""

@@ -1,0 +1,102 @@
+"""A partition leader cut from ZooKeeper, still reachable by clients and by its followers.
+
+Its ZooKeeper session expires (ZooKeeper's side of the cut), the controller moves leadership to
+another in-sync replica, and the followers leave the old leader for the new one. The old leader
+still believes it leads, but it cannot shrink its ISR (that is a ZooKeeper write), so it must not
+acknowledge an acks=all write it cannot replicate: such a send gets NOT_ENOUGH_REPLICAS, a
+timeout or NOT_LEADER. After the heal it finds its session gone, registers again, truncates to
+the new leader's epoch and rejoins the ISR. Then, Jepsen-style: every acknowledged record is read
+back at its offset, order holds per partition, and the replicas' logs are identical below the
+high watermark.
+
+3 brokers in network namespaces, a 3-node ZooKeeper ensemble, topic with 3 partitions,
+replication factor 3, min.insync.replicas=2, a background producer with acks=all throughout.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kafkalite import errors
+from kafkalite.testing.cluster import wait_until
+
+from replication_tools import (BackgroundProducer, create_topic, jepsen_problems,
+                               try_produce)
+
+pytestmark = [pytest.mark.system]
+
+TOPIC, PARTITIONS = "cut-from-zk", 3
+REFUSALS = (errors.NotEnoughReplicasError, errors.NotEnoughReplicasAfterAppendError,
+            errors.RequestTimedOutError, errors.KafkaTimeoutError,
+            errors.NotLeaderForPartitionError)
+
+
+def _leader_seen_by(cluster, broker_id, partition):
+    for topic in cluster.broker_metadata(broker_id, [TOPIC]).topics:
+        for p in topic.partitions:
+            if p.partition == partition:
+                return p.leader
+    return None
+
+
+def test_leader_cut_from_zookeeper_acknowledges_nothing_it_cannot_replicate(
+        fault_cluster_factory):
+    cluster = fault_cluster_factory(3)
+    kafka = cluster.kafka
+    started = time.monotonic()
+
+    def step(what):
+        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+
+    create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
+    producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
+    wait_until(lambda: producer.acked_count() > 300, 60, "300 acknowledged records")
+    controller = cluster.controller_id()
+    # a partition led by a broker that is not the controller (that case is the session expiry
+    # of the controller, test_fault_session_expiry.py)
+    partition, old_leader = next((p, kafka.leader_of(TOPIC, p)) for p in range(PARTITIONS)
+                                 if kafka.leader_of(TOPIC, p) != controller)
+    before = cluster.partition_state(TOPIC, partition)
+    step(f"partition {partition} led by broker {old_leader} (epoch {before.leader_epoch}, "
+         f"ISR {before.isr}); controller {controller}")
+
+    cluster.cut(old_leader, "zookeeper")
+    wait_until(lambda: old_leader not in cluster.registered_brokers(), 60,
+               f"broker {old_leader}'s ZooKeeper session to expire")
+    step(f"broker {old_leader} cut from ZooKeeper: session expired")
+    after = wait_until(lambda: (lambda s: s if s.leader not in (-1, old_leader) else None)(
+        cluster.partition_state(TOPIC, partition)), 60, "the controller to elect another leader")
+    assert after.leader_epoch > before.leader_epoch and old_leader not in after.isr
+    step(f"controller elected broker {after.leader} (epoch {after.leader_epoch}, ISR {after.isr})")
+
+    # once the followers follow the new leader (their metadata says so: UpdateMetadata comes
+    # after LeaderAndIsr), nobody replicates from the old leader; it is still reachable and
+    # still thinks it leads, and it must refuse acks=all (before that moment it may
+    # legitimately acknowledge: the followers still fetched from it)
+    followers = [b for b in kafka.brokers if b != old_leader]
+    wait_until(lambda: all(_leader_seen_by(cluster, b, partition) == after.leader
+                           for b in followers), 60, "the followers to follow the new leader")
+    offset, error = try_produce(kafka.brokers[old_leader].address, TOPIC, partition,
+                                b"sent-to-the-old-leader", timeout_s=10)
+    assert offset is None, (f"broker {old_leader}, cut from ZooKeeper and from its followers' "
+                            f"fetches, acknowledged an acks=all write at offset {offset}")
+    assert isinstance(error, REFUSALS), f"unexpected answer: {error!r}"
+    step(f"the old leader refused acks=all: {type(error).__name__}")
+    acked = producer.acked_count()
+    wait_until(lambda: producer.acked_since(acked) > 200, 60, "writes through the new leader")
+    step("the producer goes on through the new leader")
+
+    cluster.heal()
+    wait_until(lambda: old_leader in cluster.registered_brokers(), 60,
+               f"broker {old_leader} to register again")
+    wait_until(lambda: old_leader in cluster.partition_state(TOPIC, partition).isr, 60,
+               f"broker {old_leader} back in the ISR of partition {partition}")
+    step(f"healed: broker {old_leader} registered again and rejoined the ISR")
+    producer.stop()
+    records, problems = jepsen_problems(kafka, TOPIC, PARTITIONS, producer.acknowledged)
+    step(f"sent {producer.sent}, acknowledged {len(producer.acknowledged)}, read "
+         f"{len(records)}, failed sends {dict(producer.failure_kinds())}")
+    assert not problems, "\n".join(problems[:20])
+    assert b"sent-to-the-old-leader" not in {r.value for r in records}
