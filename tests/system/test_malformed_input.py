@@ -120,13 +120,24 @@ def test_unreadable_input_closes_only_that_connection(broker, bystander, case):
 
 
 def test_truncated_frame_then_hangup(broker, bystander):
-    bad = RawClient(broker.port)
     frame = encode_request(m.ProduceRequest(acks=1, topic_data={"good": {0: _batch()}}), 0, 1,
                            "x")
-    before = _log_end(bystander)
-    bad.send_raw(frame[: len(frame) // 2])
+    half = len(frame) // 2
+    # the frame in two writes, a bystander's produce between them: the broker holds the first
+    # half without blocking anyone, and the second half completes one produce of 5 records
+    split = RawClient(broker.port)
+    split.send_raw(frame[:half])
+    before = _bystander_works(bystander)
+    split.send_raw(frame[half:])
+    cid, response = decode_response(split.read_frame(), m.ProduceRequest.API_KEY)
+    assert cid == 1 and response.responses["good"][0].error_code == 0
+    assert response.responses["good"][0].base_offset == before
+    assert _log_end(bystander) == before + 5
+    split.close()
+    # the same half, then a hang-up: the broker drops what it held and serves the others
+    bad = RawClient(broker.port)
+    bad.send_raw(frame[:half])
     bad.close()
-    assert _log_end(bystander) == before
     _bystander_works(bystander)
 
 
