@@ -16,120 +16,18 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
+# the table's machinery lives in config_defs; its names are re-exported here, where callers
+# have always found them
+from kafkalite.config_defs import (  # noqa: F401
+    ConfigDef, Validator, at_least, between, each_one_of, listeners_valid, non_empty, one_of,
+    parse_overrides, producer_compression, read_properties,
+)
 from kafkalite.errors import ConfigError
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-# --- types and validators ----------------------------------------------------------------------
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValueError("expected true or false")
-
-
-def _parse_list(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in text.split(",") if item.strip())
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "int": lambda s: int(s.strip()),
-    "long": lambda s: int(s.strip()),
-    "double": lambda s: float(s.strip()),
-    "boolean": _parse_bool,
-    "string": lambda s: s.strip(),
-    "list": _parse_list,
-    "password": lambda s: s,
-}
-
-
-_TYPE_WORDS = {"int": "an integer", "long": "an integer", "double": "a number",
-               "boolean": "true or false", "string": "a string", "list": "a list",
-               "password": "a string"}
-
-
-@dataclass(frozen=True)
-class Validator:
-    check: Callable[[Any], bool]
-    allowed: str
-
-
-def at_least(low: int | float) -> Validator:
-    return Validator(lambda v: v >= low, f"a number >= {low}")
-
-
-def between(low: int | float, high: int | float) -> Validator:
-    return Validator(lambda v: low <= v <= high, f"a number in [{low}, {high}]")
-
-
-def one_of(*choices: Any) -> Validator:
-    return Validator(lambda v: v in choices, "one of " + ", ".join(map(str, choices)))
-
-
-def each_one_of(*choices: str) -> Validator:
-    return Validator(lambda v: bool(v) and all(item in choices for item in v),
-                     "a comma-separated list of " + ", ".join(choices))
-
-
-_LISTENER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://[^:/\s]*:\d{1,5}$")
-listeners_valid = Validator(lambda v: all(_LISTENER.match(item) for item in v),
-                            "a comma-separated list of NAME://host:port (host may be empty)")
-non_empty = Validator(lambda v: bool(v), "a non-empty value")
-# Kafka also takes uncompressed/gzip/snappy/lz4/zstd (the broker then recompresses); kafkalite
-# stores batches as they arrive and never re-encodes them, so only 'producer' is honest
-producer_compression = Validator(lambda v: v == "producer",
-                                 "producer (kafkalite stores each batch as its producer "
-                                 "compressed it and does not recompress)")
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    name: str
-    type: str
-    default: Any
-    doc: str
-    validator: Validator | None = None
-    topic_name: str | None = None  # broker key whose value is the default of this topic key
-
-    @property
-    def attr(self) -> str:
-        return self.name.replace(".", "_")
-
-    def parse(self, raw: Any) -> Any:
-        if isinstance(raw, str):
-            try:
-                value = _PARSERS[self.type](raw)
-            except ValueError as exc:
-                raise ConfigError(
-                    f"invalid value {raw!r} for configuration {self.name}: {exc}; "
-                    f"expected {_TYPE_WORDS[self.type]}") from None
-        else:
-            value = self._coerce(raw)
-        if value is not None and self.validator and not self.validator.check(value):
-            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
-                              f"allowed is {self.validator.allowed}")
-        return value
-
-    def _coerce(self, raw: Any) -> Any:
-        expected = {"int": int, "long": int, "double": (int, float), "boolean": bool,
-                    "string": str, "password": str, "list": (list, tuple)}[self.type]
-        if raw is None and self.default is None:
-            return None
-        if isinstance(raw, bool) and self.type in ("int", "long", "double"):
-            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
-                              f"expected {_TYPE_WORDS[self.type]}")
-        if not isinstance(raw, expected):
-            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
-                              f"expected {_TYPE_WORDS[self.type]}")
-        return tuple(raw) if self.type == "list" else raw
-
 
 H = 3600 * 1000
 D = 24 * H
@@ -173,6 +71,84 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0), "log.segment.delete.delay.ms"),
 )
 
+# --- security (Kafka 2.x's names; see kafkalite.security.settings for how they combine) -------
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+DEFAULT_PROTOCOL_MAP = tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+_MAP_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:(" + "|".join(SECURITY_PROTOCOLS) + r")$")
+protocol_map_valid = Validator(lambda v: all(_MAP_ENTRY.match(i) for i in v),
+                               "a comma-separated list of LISTENER_NAME:PROTOCOL with PROTOCOL "
+                               "one of " + ", ".join(SECURITY_PROTOCOLS))
+pem_only = Validator(lambda v: v.upper() == "PEM", "PEM (kafkalite reads PEM files and PEM "
+                     "strings, KIP-651; convert a JKS or PKCS12 store with openssl or keytool)")
+authorizer_names = Validator(lambda v: v in ("", ACL_AUTHORIZER,
+                                             "kafka.security.auth.SimpleAclAuthorizer"),
+                             f"empty (no authorization) or {ACL_AUTHORIZER}")
+
+#: settings a listener may override as listener.name.<listener>.<setting> (Kafka's rule);
+#: sasl.jaas.config goes per mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config
+LISTENER_SETTINGS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+                     "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+                     "ssl.truststore.type", "ssl.truststore.location",
+                     "ssl.truststore.certificates", "ssl.client.auth",
+                     "ssl.principal.mapping.rules", "ssl.enabled.protocols",
+                     "sasl.enabled.mechanisms", "sasl.jaas.config")
+
+SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef("security.inter.broker.protocol", "string", None, "protocol brokers and the "
+              "controller use with each other: the listener of that name (default PLAINTEXT; "
+              "set this or inter.broker.listener.name, not both)", one_of(*SECURITY_PROTOCOLS)),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", "string", "PLAIN", "SASL mechanism "
+              "brokers use with each other (Kafka's default GSSAPI is not offered)",
+              one_of(*SASL_MECHANISMS)),
+    ConfigDef("sasl.enabled.mechanisms", "list", SASL_MECHANISMS, "SASL mechanisms a SASL "
+              "listener offers", each_one_of(*SASL_MECHANISMS)),
+    ConfigDef("sasl.jaas.config", "password", None, "JAAS login module of the SASL listeners "
+              "(PlainLoginModule or ScramLoginModule): username/password are this broker's "
+              "inter-broker identity, user_<name>=\"<password>\" PLAIN's users; per listener and "
+              "mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config"),
+    ConfigDef("ssl.keystore.type", "string", "PEM", "format of the key store", pem_only),
+    ConfigDef("ssl.keystore.location", "string", None, "PEM file with this broker's private "
+              "key and its certificate chain"),
+    ConfigDef("ssl.keystore.password", "password", None, "password of an encrypted private key "
+              "in ssl.keystore.location"),
+    ConfigDef("ssl.key.password", "password", None, "password of an encrypted private key "
+              "(ssl.keystore.key)"),
+    ConfigDef("ssl.keystore.certificate.chain", "password", None, "this broker's certificate "
+              "chain as PEM text (instead of ssl.keystore.location)"),
+    ConfigDef("ssl.keystore.key", "password", None, "this broker's private key as PEM text "
+              "(with ssl.keystore.certificate.chain)"),
+    ConfigDef("ssl.truststore.type", "string", "PEM", "format of the trust store", pem_only),
+    ConfigDef("ssl.truststore.location", "string", None, "PEM file of the CA certificates "
+              "trusted for peers (clients with ssl.client.auth, other brokers)"),
+    ConfigDef("ssl.truststore.certificates", "password", None, "trusted CA certificates as "
+              "PEM text (instead of ssl.truststore.location)"),
+    ConfigDef("ssl.client.auth", "string", "none", "ask TLS clients for a certificate: none, "
+              "requested (checked if given) or required", one_of("none", "requested",
+                                                                 "required")),
+    ConfigDef("ssl.principal.mapping.rules", "string", "DEFAULT", "how a client certificate's "
+              "DN becomes a principal name: RULE:<regex>/<replacement>/[L|U],...,DEFAULT"),
+    ConfigDef("ssl.enabled.protocols", "list", ("TLSv1.2", "TLSv1.3"), "TLS versions "
+              "accepted", each_one_of("TLSv1.2", "TLSv1.3")),
+    ConfigDef("ssl.endpoint.identification.algorithm", "string", "https", "https: a broker "
+              "connecting to another checks its certificate names the host; empty: it "
+              "does not", one_of("https", "")),
+    ConfigDef("authorizer.class.name", "string", "", "kafka.security.authorizer.AclAuthorizer "
+              "checks every request against the ACLs in ZooKeeper; empty allows everything",
+              authorizer_names),
+    ConfigDef("super.users", "string", None, "principals the authorizer lets do anything, "
+              "separated by semicolons: User:admin;User:broker"),
+    ConfigDef("allow.everyone.if.no.acl.found", "boolean", False, "a resource without ACLs is "
+              "open to everyone (false: only super users)"),
+    ConfigDef("zookeeper.set.acl", "boolean", False, "create znodes with ACLs: everyone reads, "
+              "only this cluster's ZooKeeper identity (zookeeper.auth.digest) writes; "
+              "credentials under /config/users are not world-readable"),
+    ConfigDef("zookeeper.auth.digest", "password", None, "kafkalite's own: the ZooKeeper "
+              "identity user:password (digest scheme) of brokers and tools; Kafka uses SASL "
+              "through JAAS here, which a stock ZooKeeper lacks"),
+)
+
 # --- broker configs ---------------------------------------------------------------------------
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("broker.id", "int", -1, "this broker's unique id (required)", at_least(-1)),
@@ -186,8 +162,10 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("control.plane.listener.name", "string", None, "listener that carries only the "
               "controller's requests (KIP-291); brokers refuse controller requests on every "
               "other listener (default: none, they travel on inter.broker.listener.name)"),
-    ConfigDef("listener.security.protocol.map", "string", None, "accepted for compatibility; "
-              "every kafkalite listener is PLAINTEXT"),
+    ConfigDef("listener.security.protocol.map", "list", DEFAULT_PROTOCOL_MAP, "listener name "
+              "-> security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), e.g. "
+              "INTERNAL:SASL_SSL,EXTERNAL:SSL; a listener named like a protocol needs no entry",
+              protocol_map_valid),
     ConfigDef("log.dirs", "list", None, "directories holding the partition logs "
               "(default: log.dir)"),
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "log directory when log.dirs is unset"),
@@ -308,7 +286,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "every in-sync replica of __consumer_offsets, then fails", at_least(1)),
     ConfigDef("offsets.commit.required.acks", "int", -1, "acks of the coordinator's writes to "
               "__consumer_offsets; leave it at -1 (all)", between(-1, 1)),
-)
+) + SECURITY_CONFIGS
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}
 TOPIC_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
@@ -355,6 +333,32 @@ def _parse_all(defs_by_name: Mapping[str, ConfigDef], values: Mapping[str, Any],
             continue
         parsed[definition.attr] = definition.parse(raw)
     return parsed
+
+
+_LISTENER_KEY = re.compile(r"^listener\.name\.([A-Za-z0-9_]+)\.(.+)$")
+
+
+def _split_listener_overrides(values: Mapping[str, Any]) -> tuple[dict, dict]:
+    """Kafka's per-listener keys apart from the others; each is parsed by its setting's row."""
+    overrides, rest = {}, {}
+    for key, raw in values.items():
+        match = _LISTENER_KEY.match(key)
+        if match is None:
+            rest[key] = raw
+            continue
+        listener, setting = match.group(1).upper(), match.group(2)
+        mechanism = ""
+        if setting.endswith(".sasl.jaas.config"):
+            mechanism = setting[:-len(".sasl.jaas.config")].upper()
+            setting = "sasl.jaas.config"
+            if mechanism not in SASL_MECHANISMS:
+                raise ConfigError(f"{key}: {mechanism.lower()} is not a SASL mechanism "
+                                  f"kafkalite offers ({', '.join(SASL_MECHANISMS)})")
+        if setting not in LISTENER_SETTINGS:
+            raise ConfigError(f"{key}: {setting} cannot be set per listener; per-listener "
+                              f"settings are {', '.join(LISTENER_SETTINGS)}")
+        overrides[(listener, mechanism, setting)] = BROKER_BY_NAME[setting].parse(raw)
+    return overrides, rest
 
 
 @dataclass(frozen=True)
@@ -410,13 +414,27 @@ class BrokerConfig(_BrokerConfigBase):
     DescribeConfigs); the others have their defaults."""
 
     static_keys: frozenset = field(default=frozenset(), compare=False, repr=False)
+    #: listener.name.<listener>.[<mechanism>.]<setting> values: {(listener, mechanism or "",
+    #: setting): parsed value}, listener upper-cased, mechanism as in sasl.enabled.mechanisms
+    listener_overrides: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], strict: bool = True) -> "BrokerConfig":
+        overrides, values = _split_listener_overrides(values)
         parsed = _parse_all(BROKER_BY_NAME, values, strict)
-        config = cls(**parsed, static_keys=frozenset(k for k in values if k in BROKER_BY_NAME))
+        config = cls(**parsed, static_keys=frozenset(k for k in values if k in BROKER_BY_NAME),
+                     listener_overrides=overrides)
         config.validate()
         return config
+
+    def for_listener(self, listener: str, name: str, mechanism: str | None = None) -> Any:
+        """Setting ``name`` as listener ``listener`` sees it: its listener.name.* override
+        (for sasl.jaas.config, the mechanism's), else the broker-wide value."""
+        key = (listener.upper(), (mechanism or "").upper() if name == "sasl.jaas.config"
+               else "", name)
+        if key in self.listener_overrides:
+            return self.listener_overrides[key]
+        return self.get(name)
 
     def is_static(self, name: str) -> bool:
         """True when ``name`` was set (server.properties, --override), or differs from its
@@ -456,6 +474,19 @@ class BrokerConfig(_BrokerConfigBase):
             raise ConfigError(f"control.plane.listener.name={control} must differ from the "
                               f"inter-broker listener ({self.inter_broker_listener}): give the "
                               "controller a listener of its own")
+        if self.inter_broker_listener_name and self.security_inter_broker_protocol:
+            raise ConfigError("set inter.broker.listener.name or security.inter.broker.protocol, "
+                              "not both (Kafka's rule)")
+        if self.security_inter_broker_protocol and \
+                self.security_inter_broker_protocol not in names:
+            raise ConfigError(f"security.inter.broker.protocol="
+                              f"{self.security_inter_broker_protocol} needs a listener of that "
+                              f"name in listeners {names}, or use inter.broker.listener.name")
+        unmapped = [n for n in names if n not in self.protocol_map]
+        if unmapped:
+            raise ConfigError(f"listeners {unmapped} have no entry in "
+                              f"listener.security.protocol.map; add e.g. "
+                              f"{unmapped[0]}:SASL_SSL")
         if not self.zookeeper_connect:
             raise ConfigError("zookeeper.connect must be set, e.g. "
                               "zookeeper.connect=127.0.0.1:2181/kafkalite")
@@ -478,7 +509,25 @@ class BrokerConfig(_BrokerConfigBase):
 
     @property
     def inter_broker_listener(self) -> str:
-        return self.inter_broker_listener_name or self.listener_list[0].name
+        if self.inter_broker_listener_name:
+            return self.inter_broker_listener_name
+        if self.security_inter_broker_protocol:
+            return self.security_inter_broker_protocol   # Kafka: the listener of that name
+        return self.listener_list[0].name
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        """listener name -> security protocol (listener.security.protocol.map). Without a map
+        of their own, listeners not named like a protocol (INTERNAL, EXTERNAL) are PLAINTEXT,
+        as every kafkalite listener was before security: old configs keep working."""
+        mapped = dict(item.split(":", 1) for item in self.listener_security_protocol_map)
+        if "listener.security.protocol.map" not in self.static_keys:
+            for listener in self.listener_list:
+                mapped.setdefault(listener.name, "PLAINTEXT")
+        return mapped
+
+    def security_protocol(self, listener: str) -> str:
+        return self.protocol_map[listener]
 
     @property
     def controller_listener(self) -> str:
@@ -518,41 +567,6 @@ class BrokerConfig(_BrokerConfigBase):
             if value is not None:
                 values[definition.attr] = value
         return TopicConfig(**values)
-
-
-def read_properties(path: str | Path) -> dict[str, str]:
-    """Read a Java-style .properties file (``key=value`` or ``key: value``, ``#``/``!`` comments,
-    backslash line continuations)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    values: dict[str, str] = {}
-    pending = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not pending and (not stripped or stripped[0] in "#!"):
-            continue
-        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
-            pending += stripped[:-1]
-            continue
-        stripped, pending = pending + stripped, ""
-        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
-        if not match:
-            raise ConfigError(f"{path}:{number}: expected key=value, got {line!r}")
-        values[match.group(1)] = match.group(2)
-    return values
-
-
-def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """Parse ``--override key=value`` flags."""
-    result = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like key=value")
-        key, value = item.split("=", 1)
-        result[key.strip()] = value
-    return result
 
 
 def describe(defs: tuple[ConfigDef, ...] = BROKER_CONFIGS) -> list[tuple[str, str, Any, str]]:

@@ -1415,6 +1415,151 @@ class OffsetDeleteResponse(Response):
 
 
 # ================================================================================================
+# SaslHandshake (17), SaslAuthenticate (36): the exchange before anything else on a SASL listener
+# ================================================================================================
+
+
+@_message(ApiKey.SASL_HANDSHAKE)
+class SaslHandshakeRequest(Request):
+    mechanism: str
+
+    def error_response(self, error_code, error_message=None):
+        return SaslHandshakeResponse(error_code=error_code)
+
+
+@_message(ApiKey.SASL_HANDSHAKE)
+class SaslHandshakeResponse(Response):
+    error_code: Int16 = NONE
+    mechanisms: list[str] = field(default_factory=list)
+
+
+@_message(ApiKey.SASL_AUTHENTICATE)
+class SaslAuthenticateRequest(Request):
+    auth_bytes: bytes = b""
+
+    def __repr__(self) -> str:       # tokens carry passwords (PLAIN): never in a log line
+        return f"SaslAuthenticateRequest(auth_bytes={_bytes_summary(self.auth_bytes)})"
+
+    def error_response(self, error_code, error_message=None):
+        return SaslAuthenticateResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.SASL_AUTHENTICATE)
+class SaslAuthenticateResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    auth_bytes: bytes = b""
+    session_lifetime_ms: Int64 = 0
+
+
+# ================================================================================================
+# DescribeAcls (29), CreateAcls (30), DeleteAcls (31): Kafka's codes for types and operations
+# (kafkalite.security.acl)
+# ================================================================================================
+
+
+class AclDescription(NamedTuple):
+    principal: str
+    host: str
+    operation: Int8
+    permission_type: Int8
+
+
+class AclResource(NamedTuple):
+    resource_type: Int8
+    resource_name: str
+    pattern_type: Int8
+    acls: list[AclDescription]
+
+
+class AclCreation(NamedTuple):
+    resource_type: Int8
+    resource_name: str
+    pattern_type: Int8
+    principal: str
+    host: str
+    operation: Int8
+    permission_type: Int8
+
+
+class AclCreationResult(NamedTuple):
+    error_code: Int16
+    error_message: str | None
+
+
+class AclFilter(NamedTuple):
+    """None for a name, principal or host matches any; ANY (1) for the codes."""
+    resource_type: Int8
+    resource_name: str | None
+    pattern_type: Int8
+    principal: str | None
+    host: str | None
+    operation: Int8
+    permission_type: Int8
+
+
+class DeleteAclsMatchingAcl(NamedTuple):
+    error_code: Int16
+    error_message: str | None
+    resource_type: Int8
+    resource_name: str
+    pattern_type: Int8
+    principal: str
+    host: str
+    operation: Int8
+    permission_type: Int8
+
+
+class DeleteAclsFilterResult(NamedTuple):
+    error_code: Int16
+    error_message: str | None
+    matching_acls: list[DeleteAclsMatchingAcl]
+
+
+@_message(ApiKey.DESCRIBE_ACLS)
+class DescribeAclsRequest(Request):
+    filter: AclFilter
+
+    def error_response(self, error_code, error_message=None):
+        return DescribeAclsResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.DESCRIBE_ACLS)
+class DescribeAclsResponse(Response):
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    resources: list[AclResource] = field(default_factory=list)
+
+
+@_message(ApiKey.CREATE_ACLS)
+class CreateAclsRequest(Request):
+    creations: list[AclCreation] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return CreateAclsResponse(results=[AclCreationResult(error_code, error_message)
+                                           for _ in self.creations])
+
+
+@_message(ApiKey.CREATE_ACLS)
+class CreateAclsResponse(Response):
+    results: list[AclCreationResult] = field(default_factory=list)
+
+
+@_message(ApiKey.DELETE_ACLS)
+class DeleteAclsRequest(Request):
+    filters: list[AclFilter] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return DeleteAclsResponse(filter_results=[
+            DeleteAclsFilterResult(error_code, error_message, []) for _ in self.filters])
+
+
+@_message(ApiKey.DELETE_ACLS)
+class DeleteAclsResponse(Response):
+    filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+
+
+# ================================================================================================
 # The request-level error body (not tied to an API)
 # ================================================================================================
 
@@ -1484,6 +1629,11 @@ _PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
     (OffsetFetchRequest, OffsetFetchResponse),
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
+    (SaslHandshakeRequest, SaslHandshakeResponse),
+    (SaslAuthenticateRequest, SaslAuthenticateResponse),
+    (DescribeAclsRequest, DescribeAclsResponse),
+    (CreateAclsRequest, CreateAclsResponse),
+    (DeleteAclsRequest, DeleteAclsResponse),
 )
 
 REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}

@@ -19,6 +19,7 @@ ZooKeeper (``/config/users``), so nothing here waits.
 from __future__ import annotations
 
 import hmac
+import logging
 from typing import Callable, Mapping
 
 from scramp import ScramMechanism
@@ -27,6 +28,8 @@ from kafkalite.errors import (
     IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError,
 )
 from kafkalite.security.scram import SCRAM_MECHANISMS, ScramCredential
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PlainServer", "ScramServer", "SaslServerAuthenticator", "SUPPORTED_MECHANISMS",
            "HANDSHAKE", "AUTHENTICATE", "COMPLETE", "FAILED"]
@@ -107,19 +110,39 @@ class ScramServer:
             try:
                 self._server.set_client_first(message)
                 return self._server.get_server_first().encode("utf-8")
-            except Exception:  # noqa: BLE001 - unknown user or malformed message: one answer
+            except Exception as exc:  # noqa: BLE001 - unknown user or malformed message
+                log.info("%s: client-first refused (%s: %s)", self.mechanism,
+                         type(exc).__name__, exc)
                 raise self._failed() from None
         if self._step == 1:
             self._step = 2
             try:
+                self._accept_librdkafka_nonce(message)
                 self._server.set_client_final(message)
                 final = self._server.get_server_final()
-            except Exception:  # noqa: BLE001 - wrong proof or malformed message
+            except Exception as exc:  # noqa: BLE001 - wrong proof or malformed message
+                log.info("%s: authentication of %s failed (%s)", self.mechanism, self._user,
+                         exc)
                 raise self._failed() from None
             self.complete = True
             self.authorization_id = self._user
             return final.encode("utf-8")
         raise IllegalSaslStateError(f"{self.mechanism} authentication is already complete")
+
+
+    def _accept_librdkafka_nonce(self, client_final: str) -> None:
+        """librdkafka puts its own nonce in front of the server's whole nonce (which already
+        starts with it) in client-final. Kafka's server checks only the proof, so librdkafka
+        works there; scramp compares the nonce too. A client nonce that ends with the server's
+        whole nonce still carries it (no replay), so it is taken as the nonce to check -- the
+        proof, over the client's own messages, is checked by scramp as ever."""
+        expected = str(self._server.nonce)
+        for attribute in client_final.split(","):
+            if attribute.startswith("r="):
+                got = attribute[2:]
+                if got != expected and got.endswith(expected):
+                    self._server.nonce = type(self._server.nonce)(got)
+                return
 
 
 class SaslServerAuthenticator:

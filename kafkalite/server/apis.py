@@ -1,5 +1,10 @@
 """KafkaApis: one handler method per API key, returning a response or a Deferred of one.
 
+Every request is authorized first when the broker has an authorizer (``server.request_authz``:
+the connection's principal, the operation ``security.operations`` names for the API): refused
+topics answer TOPIC_AUTHORIZATION_FAILED, refused groups GROUP_AUTHORIZATION_FAILED, a refused
+cluster operation CLUSTER_AUTHORIZATION_FAILED.
+
 Data-path requests (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch) go to the ReplicaManager;
 controller requests (LeaderAndIsr, UpdateMetadata, StopReplica) are obeyed only when ZooKeeper
 backs the claimed controller and epoch (``server.controller_requests``); admin requests (CreateTopics, DeleteTopics) write ZooKeeper's admin paths, as Kafka's
@@ -17,7 +22,10 @@ from kafkalite.controller.assignment import assign_replicas, validate_assignment
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
-from kafkalite.server import native_admin_apis, native_group_apis
+from kafkalite.security.acl import ResourceType
+from kafkalite.server import acl_apis, native_admin_apis, native_group_apis
+from kafkalite.server import request_authz as gates
+from kafkalite.server.request_authz import ALLOW_ALL, RequestAuthz
 from kafkalite.server.partition_admin import create_partitions
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
@@ -27,6 +35,14 @@ log = logging.getLogger(__name__)
 # obeyed only when ZooKeeper backs the claimed controller (server.controller_requests)
 CONTROLLER_REQUESTS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA,
                                  ApiKey.STOP_REPLICA})
+# handlers that take the request's RequestAuthz as their second argument
+_AUTHORIZED = frozenset({ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS,
+                         ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.CREATE_TOPICS,
+                         ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID,
+                         ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS,
+                         ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                         ApiKey.DELETE_RECORDS, ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS,
+                         ApiKey.DELETE_ACLS})
 
 
 class _DelayedMetadataCondition(DelayedOperation):
@@ -71,6 +87,9 @@ class KafkaApis:
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
+            ApiKey.DESCRIBE_ACLS: lambda r, authz: acl_apis.native_describe(broker, authz, r),
+            ApiKey.CREATE_ACLS: lambda r, authz: acl_apis.native_create(broker, authz, r),
+            ApiKey.DELETE_ACLS: lambda r, authz: acl_apis.native_delete(broker, authz, r),
         }
         self._handlers.update(native_group_apis.handlers(broker))   # the group coordinator's
 
@@ -85,11 +104,21 @@ class KafkaApis:
         handler = self._handlers.get(header.api_key)
         if handler is None:
             raise errors.UnsupportedVersionError(f"api key {header.api_key} is not served")
+        authz = RequestAuthz.of(self.broker, protocol)
         if header.api_key == ApiKey.METADATA:
             factory = getattr(protocol, "factory", None)
-            return handler(request, getattr(factory, "listener_name", None))
+            return handler(request, getattr(factory, "listener_name", None), authz)
+        if header.api_key in _AUTHORIZED:
+            return handler(request, authz)
+        if header.api_key in native_group_apis.GROUP_CHECKS:
+            refused = native_group_apis.refusal(authz, header.api_key, request)
+            if refused is not None:
+                return refused
         if header.api_key in native_group_apis.WITH_CONTEXT:
             return handler(request, header, protocol)
+        if header.api_key in CONTROLLER_REQUESTS or \
+                header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
+            authz.require_cluster(header.api_key)     # ClusterAction: brokers only
         if header.api_key in CONTROLLER_REQUESTS:
             factory = getattr(protocol, "factory", None)
             return self.broker.controller_requests.admit(
@@ -102,17 +131,25 @@ class KafkaApis:
             m.ApiVersionRange(key, low, high) for key, low, high in m.supported_versions()
             if ApiKey(key) in self._handlers])
 
-    def handle_produce(self, request: m.ProduceRequest):
-        return self.replica_manager.append_records(request)
+    def handle_produce(self, request: m.ProduceRequest, authz: RequestAuthz = ALLOW_ALL):
+        if request.transactional_id is not None and not authz.may(
+                ApiKey.PRODUCE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return request.error_response(
+                errors.TransactionalIdAuthorizationFailedError.code,
+                f"not authorized to write as transactional id {request.transactional_id}")
+        return gates.gate_produce(authz, request, self.replica_manager.append_records)
 
-    def handle_fetch(self, request: m.FetchRequest):
-        return self.replica_manager.fetch(request)
+    def handle_fetch(self, request: m.FetchRequest, authz: RequestAuthz = ALLOW_ALL):
+        return gates.gate_fetch(authz, request, self.replica_manager.fetch)
 
-    def handle_list_offsets(self, request: m.ListOffsetsRequest):
-        return self.replica_manager.list_offsets(request)
+    def handle_list_offsets(self, request: m.ListOffsetsRequest,
+                            authz: RequestAuthz = ALLOW_ALL):
+        return gates.gate_list_offsets(authz, request, self.replica_manager.list_offsets)
 
-    def handle_offset_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest):
-        return self.replica_manager.offsets_for_leader_epoch(request)
+    def handle_offset_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest,
+                                       authz: RequestAuthz = ALLOW_ALL):
+        return gates.gate_offset_for_leader_epoch(
+            authz, request, self.replica_manager.offsets_for_leader_epoch)
 
     # --- controller requests --------------------------------------------------------------------
     def handle_leader_and_isr(self, request: m.LeaderAndIsrRequest):
@@ -143,14 +180,19 @@ class KafkaApis:
         return controller.controlled_shutdown(request.broker_id, request.broker_epoch)
 
     # --- metadata -------------------------------------------------------------------------------
-    def handle_metadata(self, request: m.MetadataRequest, listener_name: str | None = None):
+    def handle_metadata(self, request: m.MetadataRequest, listener_name: str | None = None,
+                        authz: RequestAuthz = ALLOW_ALL):
         """Answer with the brokers' addresses on the listener this client connected to, so a
-        client inside a private network and one outside both get addresses they can reach."""
+        client inside a private network and one outside both get addresses they can reach.
+        Topics the client may not Describe are left out (all topics) or refused (named)."""
+        asked, refused, visible = gates.gate_metadata(
+            authz, request.topics, self.metadata.contains, request.allow_auto_topic_creation)
         if request.topics is None:
-            names = self.metadata.topics()
+            names = [t for t in self.metadata.topics() if visible is None or visible(t)]
         else:
-            names = request.topics
-        topics = []
+            names = asked
+        topics = [m.MetadataTopic(errors.TopicAuthorizationFailedError.code, name, [])
+                  for name in (request.topics or []) if name in refused]
         to_create = []
         for name in names:
             try:
@@ -192,29 +234,40 @@ class KafkaApis:
         return self.metadata_waiters.try_complete_else_watch(operation, ["metadata"])
 
     # --- configs --------------------------------------------------------------------------------
-    def handle_describe_configs(self, request: m.DescribeConfigsRequest):
+    def handle_describe_configs(self, request: m.DescribeConfigsRequest,
+                                authz: RequestAuthz = ALLOW_ALL):
         """Topic, broker and broker-logger configs with Kafka's sources and synonyms
         (server.config_admin); topic overrides are read from ``/config/topics/<t>``."""
-        return native_admin_apis.describe_configs(self.broker, request)
+        return native_admin_apis.describe_configs(self.broker, request, authz)
 
-    def handle_alter_configs(self, request: m.AlterConfigsRequest):
-        return native_admin_apis.alter_configs(self.broker, request)
+    def handle_alter_configs(self, request: m.AlterConfigsRequest,
+                             authz: RequestAuthz = ALLOW_ALL):
+        return native_admin_apis.alter_configs(self.broker, request, authz)
 
-    def handle_incremental_alter_configs(self, request: m.IncrementalAlterConfigsRequest):
-        return native_admin_apis.incremental_alter_configs(self.broker, request)
+    def handle_incremental_alter_configs(self, request: m.IncrementalAlterConfigsRequest,
+                                         authz: RequestAuthz = ALLOW_ALL):
+        return native_admin_apis.incremental_alter_configs(self.broker, request, authz)
 
-    def handle_delete_records(self, request: m.DeleteRecordsRequest):
+    def handle_delete_records(self, request: m.DeleteRecordsRequest,
+                              authz: RequestAuthz = ALLOW_ALL):
         """Move log start offsets forward on the leaders (server.delete_records)."""
-        return native_admin_apis.delete_records(self.broker, request)
+        return native_admin_apis.delete_records(self.broker, request, authz)
 
     # --- admin ----------------------------------------------------------------------------------
     @defer.inlineCallbacks
-    def handle_create_topics(self, request: m.CreateTopicsRequest):
+    def handle_create_topics(self, request: m.CreateTopicsRequest,
+                             authz: RequestAuthz = ALLOW_ALL):
         results: dict[str, tuple[int, str | None]] = {}
         created = []
         live = set(self.metadata.brokers)
+        on_cluster = authz.may(ApiKey.CREATE_TOPICS, ResourceType.CLUSTER)
         for topic in request.topics:
             try:
+                if not on_cluster and not authz.may(ApiKey.CREATE_TOPICS, ResourceType.TOPIC,
+                                                    topic.name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"{authz.principal} may not create topic {topic.name}: needs Create on "
+                        "the cluster or on the topic")
                 validate_topic_name(topic.name)
                 if topic.name in results:
                     raise errors.InvalidRequestError(f"topic {topic.name} is listed twice")
@@ -253,11 +306,15 @@ class KafkaApis:
             for name, (code, message) in results.items()])
 
     @defer.inlineCallbacks
-    def handle_delete_topics(self, request: m.DeleteTopicsRequest):
+    def handle_delete_topics(self, request: m.DeleteTopicsRequest,
+                             authz: RequestAuthz = ALLOW_ALL):
         results: dict[str, tuple[int, str | None]] = {}
         marked = []
         for name in request.topic_names:
             try:
+                if not authz.may(ApiKey.DELETE_TOPICS, ResourceType.TOPIC, name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"{authz.principal} may not delete topic {name}")
                 validate_topic_name(name)
                 if not self.config.delete_topic_enable:
                     raise errors.TopicDeletionDisabledError(
@@ -285,7 +342,8 @@ class KafkaApis:
             for name, (code, message) in results.items()])
 
     @defer.inlineCallbacks
-    def handle_create_partitions(self, request: m.CreatePartitionsRequest):
+    def handle_create_partitions(self, request: m.CreatePartitionsRequest,
+                                 authz: RequestAuthz = ALLOW_ALL):
         """Add partitions to existing topics (kafkalite.server.partition_admin), all at once."""
         seen: dict[str, int] = {}
         for t in request.topics:
@@ -295,6 +353,9 @@ class KafkaApis:
             calls[t.name] = (
                 defer.succeed((errors.InvalidRequestError.code, "Duplicate topic in request."))
                 if seen[t.name] > 1 else
+                defer.succeed((errors.TopicAuthorizationFailedError.code,
+                               "The topic authorization is failed."))
+                if not authz.may(ApiKey.CREATE_PARTITIONS, ResourceType.TOPIC, t.name) else
                 create_partitions(self.broker, t.name, t.count, t.assignments,
                                   request.validate_only, request.timeout_ms))
         results = yield defer.gatherResults(list(calls.values()))
@@ -302,7 +363,12 @@ class KafkaApis:
             m.CreatePartitionsTopicResult(name, code, message)
             for name, (code, message) in zip(calls, results)])
 
-    def handle_init_producer_id(self, request: m.InitProducerIdRequest):
+    def handle_init_producer_id(self, request: m.InitProducerIdRequest,
+                                authz: RequestAuthz = ALLOW_ALL):
+        if not authz.may_write_idempotently():
+            raise errors.ClusterAuthorizationFailedError(
+                f"{authz.principal} may not write idempotently: needs IdempotentWrite on the "
+                "cluster or Write on a topic")
         d = self.broker.allocate_producer_id()
         d.addCallback(lambda pid: m.InitProducerIdResponse(producer_id=pid, producer_epoch=0))
         return d

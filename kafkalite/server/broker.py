@@ -32,6 +32,7 @@ from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.apis import KafkaApis
+from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
@@ -40,6 +41,7 @@ from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
 from kafkalite.zk import ZkClient, ZkState
+from kafkalite.zk.znode_acls import secure_persistent_paths, secure_zk_client
 from kafkalite.zk.errors import ZkNodeExistsError
 from kafkalite.zk.twisted_bridge import TwistedZk
 
@@ -78,6 +80,9 @@ class BrokerService(service.MultiService):
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
                                                   config)
+        # listeners' TLS/SASL, SCRAM credentials, the authorizer, inter-broker security; a
+        # broken security config fails here, before anything starts
+        self.security = BrokerSecurity(config)
         self.fetchers = ReplicaFetcherManager(self)
         self.controller_requests = ControllerRequestGate(
             lambda: read_controller_identity(self.tzk), lambda: self.broker_epoch,
@@ -115,14 +120,18 @@ class BrokerService(service.MultiService):
         config = self.config
         log.info("broker %d starting: zookeeper.connect=%s, log.dirs=%s", self.broker_id,
                  config.zookeeper_connect, ",".join(config.data_dirs))
-        self.zk = ZkClient(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
-                           reactor=self.reactor,
-                           connection_timeout_s=config.zk_connection_timeout_ms / 1000.0)
+        self.zk = secure_zk_client(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
+                                   reactor=self.reactor,
+                                   connection_timeout_s=config.zk_connection_timeout_ms / 1000.0,
+                                   digest=config.zookeeper_auth_digest,
+                                   set_acl=config.zookeeper_set_acl)
         self.tzk = TwistedZk(self.zk, self.reactor)
         await self.tzk.run(self.zk.start)
         self.zk.add_state_listener(self._on_zk_state)
         await self.tzk.ensure_persistent_paths()
+        await self.tzk.run(secure_persistent_paths, self.zk, config.zookeeper_set_acl)
         self.cluster_id = await self.tzk.get_or_create_cluster_id()
+        await self.security.start(self.zk, self.tzk)
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
@@ -145,9 +154,10 @@ class BrokerService(service.MultiService):
         """Bind every listener (e.g. INTERNAL for the compose network, EXTERNAL for the host)."""
         for listener in self.config.listener_list:
             factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes,
-                                    listener.name, kafka_handler=self.kafka_apis)
-            port = self.reactor.listenTCP(listener.port, factory,
-                                          interface=listener.host or "0.0.0.0")
+                                    listener.name, kafka_handler=self.kafka_apis,
+                                    listener_security=self.security.listeners[listener.name],
+                                    scram_lookup=self.security.scram_lookup)
+            port = self.security.listen(self.reactor, listener, factory)
             self._listening_ports[listener.name] = port
         inter = self.config.inter_broker_listener
         self.port = self._listening_ports[inter].getHost().port
@@ -168,7 +178,8 @@ class BrokerService(service.MultiService):
             broker_id=self.broker_id, host=inter[0],
             port=inter[1], endpoints=tuple(endpoints), rack=self.config.broker_rack,
             timestamp_ms=int(time.time() * 1000),
-            listener_security_protocol_map={item.name: "PLAINTEXT" for item in advertised})
+            listener_security_protocol_map={item.name: self.security.protocol_map[item.name]
+                                            for item in advertised})
 
     async def _register(self):
         """Create /brokers/ids/<id>; wait while a previous session's node is still there."""
@@ -324,6 +335,7 @@ class BrokerService(service.MultiService):
                 loop.stop()
         for port in self._listening_ports.values():
             await port.stopListening()
+        self.security.stop()
         for connection in list(self.apis.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()

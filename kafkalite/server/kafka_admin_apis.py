@@ -18,6 +18,12 @@ from kafkalite.protocol.kafka.entities import millis
 from kafkalite.server import config_admin
 from kafkalite.server.delete_records import delete_records as delete
 from kafkalite.server.partition_admin import create_partitions as grow
+from kafkalite.server.request_authz import (
+    ALLOW_ALL, gate_config_resources, gate_delete_records,
+)
+from kafkalite.errors import TopicAuthorizationFailedError
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.security.acl import ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +32,15 @@ def _message(exc: BaseException) -> str:
     return getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
 
 
-def create_partitions(broker, request, version):
+def create_partitions(broker, request, version, authz=ALLOW_ALL):
     timeout_ms = millis(request.timeout)
     results = []
 
     def one(topic):
+        if not authz.may(ApiKey.CREATE_PARTITIONS, ResourceType.TOPIC, topic.name):
+            results.append({"name": topic.name, "error_code": TopicAuthorizationFailedError.code,
+                            "error_message": "The topic authorization is failed."})
+            return defer.succeed(None)
         assignments = ([list(a.broker_ids) for a in topic.assignments]
                        if topic.assignments is not None else None)
         d = defer.maybeDeferred(grow, broker, topic.name, topic.count, assignments,
@@ -45,13 +55,16 @@ def create_partitions(broker, request, version):
     return d.addCallback(lambda _: {"throttle_time": 0, "results": results})
 
 
-def describe_configs(broker, request, version):
+def describe_configs(broker, request, version, authz=ALLOW_ALL):
     resources = [(r.resource_type, r.resource_name,
                   list(r.configuration_keys) if r.configuration_keys is not None else None)
                  for r in request.resources]
-    d = defer.maybeDeferred(config_admin.describe_configs, broker, resources,
-                            getattr(request, "include_synonyms", False),
-                            getattr(request, "include_documentation", False))
+    d = gate_config_resources(
+        authz, ApiKey.DESCRIBE_CONFIGS, resources,
+        lambda allowed: config_admin.describe_configs(
+            broker, allowed, getattr(request, "include_synonyms", False),
+            getattr(request, "include_documentation", False)),
+        lambda t, n, code, message: config_admin.DescribedResource(code, message, t, n, []))
 
     def answer(described):
         return {"throttle_time": 0, "results": [{
@@ -88,25 +101,32 @@ def _alter_answer(resources, d):
     return d.addCallbacks(answer, failed)
 
 
-def alter_configs(broker, request, version):
+def alter_configs(broker, request, version, authz=ALLOW_ALL):
     resources = [(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs})
                  for r in request.resources]
-    return _alter_answer(resources, defer.maybeDeferred(
-        config_admin.alter_configs, broker, resources, request.validate_only))
+    return _alter_answer(resources, gate_config_resources(
+        authz, ApiKey.ALTER_CONFIGS, resources,
+        lambda allowed: config_admin.alter_configs(broker, allowed, request.validate_only),
+        lambda t, n, code, message: (t, n, code, message)))
 
 
-def incremental_alter_configs(broker, request, version):
+def incremental_alter_configs(broker, request, version, authz=ALLOW_ALL):
     resources = [(r.resource_type, r.resource_name,
                   [(c.name, c.config_operation, c.value) for c in r.configs])
                  for r in request.resources]
-    return _alter_answer(resources, defer.maybeDeferred(
-        config_admin.incremental_alter_configs, broker, resources, request.validate_only))
+    return _alter_answer(resources, gate_config_resources(
+        authz, ApiKey.INCREMENTAL_ALTER_CONFIGS, resources,
+        lambda allowed: config_admin.incremental_alter_configs(broker, allowed,
+                                                               request.validate_only),
+        lambda t, n, code, message: (t, n, code, message)))
 
 
-def delete_records(broker, request, version):
+def delete_records(broker, request, version, authz=ALLOW_ALL):
     offsets = {(t.name, p.partition_index): p.offset
                for t in request.topics for p in t.partitions}
-    d = defer.maybeDeferred(delete, broker, offsets, max(0, millis(request.timeout)))
+    d = gate_delete_records(authz, offsets,
+                            lambda allowed: delete(broker, allowed,
+                                                   max(0, millis(request.timeout))))
 
     def answer(results):
         topics: dict[str, list] = {}

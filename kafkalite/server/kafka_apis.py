@@ -6,6 +6,10 @@ data-path and topic APIs are served by the same code that serves kafkalite's nat
 (``KafkaApis`` and the ReplicaManager): the handlers here only translate between the two shapes,
 so both protocols see one broker. Record data passes through untouched in both directions.
 
+With an authorizer, every handler asks ``server.request_authz`` about the connection's principal
+first; the data-path and topic APIs are checked in the native handlers they call, with the
+same code for both protocols.
+
 Kafka-protocol connections belong to clients. Brokers replicate and the controller commands over
 the native protocol, so a Kafka-protocol Fetch, ListOffsets or OffsetForLeaderEpoch is always
 served as a consumer's (replica id -1), whatever replica id it carries.
@@ -23,8 +27,10 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka.entities import millis
 from kafkalite.protocol.kafka.versions import supported_versions
+from kafkalite.server import acl_apis
 from kafkalite.server import kafka_admin_apis as admin
 from kafkalite.server import kafka_group_apis as groups
+from kafkalite.server.request_authz import RequestAuthz
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +79,18 @@ class KafkaProtocolApis:
             16: lambda r, v, c: groups.list_groups(self.broker, r, v, c),
             42: lambda r, v, c: groups.delete_groups(self.broker, r, v, c),
             47: lambda r, v, c: groups.offset_delete(self.broker, r, v, c),
-            37: lambda r, v, c: admin.create_partitions(self.broker, r, v),
-            32: lambda r, v, c: admin.describe_configs(self.broker, r, v),
-            33: lambda r, v, c: admin.alter_configs(self.broker, r, v),
-            44: lambda r, v, c: admin.incremental_alter_configs(self.broker, r, v),
-            21: lambda r, v, c: admin.delete_records(self.broker, r, v),
+            37: lambda r, v, c: admin.create_partitions(self.broker, r, v, self._authz(c)),
+            32: lambda r, v, c: admin.describe_configs(self.broker, r, v, self._authz(c)),
+            33: lambda r, v, c: admin.alter_configs(self.broker, r, v, self._authz(c)),
+            44: lambda r, v, c: admin.incremental_alter_configs(self.broker, r, v, self._authz(c)),
+            21: lambda r, v, c: admin.delete_records(self.broker, r, v, self._authz(c)),
+            29: lambda r, v, c: acl_apis.kafka_describe(self.broker, self._authz(c), r, v),
+            30: lambda r, v, c: acl_apis.kafka_create(self.broker, self._authz(c), r, v),
+            31: lambda r, v, c: acl_apis.kafka_delete(self.broker, self._authz(c), r, v),
         }
+
+    def _authz(self, connection) -> RequestAuthz:
+        return RequestAuthz.of(self.broker, connection)
 
     def handle(self, api_key: int, api_version: int, request, connection):
         """The response dict (or a Deferred of it) for one request; ``connection`` is the
@@ -108,7 +120,7 @@ class KafkaProtocolApis:
         allow = getattr(request, "allow_auto_topic_creation", True)
         native = self.native.handle_metadata(
             m.MetadataRequest(topics=names, allow_auto_topic_creation=allow),
-            self._listener(connection))
+            self._listener(connection), self._authz(connection))
         return {
             "throttle_time": 0,
             "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
@@ -157,7 +169,8 @@ class KafkaProtocolApis:
         native = m.ProduceRequest(transactional_id=request.transactional_id, acks=request.acks,
                                   timeout_ms=max(0, millis(request.timeout)),
                                   topic_data=topic_data)
-        return _then(self.native.handle_produce(native), _produce_response)
+        return _then(self.native.handle_produce(native, self._authz(connection)),
+                     _produce_response)
 
     def fetch(self, request, version, connection):
         if getattr(request, "session_epoch", -1) > 0:
@@ -175,7 +188,8 @@ class KafkaProtocolApis:
                 m.FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes,
                                  getattr(p, "current_leader_epoch", -1), -1)
                 for p in t.partitions]) for t in request.topics])
-        return _then(self.native.handle_fetch(native), _fetch_response)
+        return _then(self.native.handle_fetch(native, self._authz(connection)),
+                     _fetch_response)
 
     def list_offsets(self, request, version, connection):
         native = m.ListOffsetsRequest(
@@ -185,7 +199,7 @@ class KafkaProtocolApis:
                 m.ListOffsetsPartition(p.partition_index, p.timestamp,
                                        getattr(p, "current_leader_epoch", -1))
                 for p in t.partitions]) for t in request.topics])
-        response = self.native.handle_list_offsets(native)
+        response = self.native.handle_list_offsets(native, self._authz(connection))
         return {"throttle_time": 0, "topics": [{
             "name": t.topic,
             "partitions": [{"partition_index": p.partition, "error_code": p.error_code,
@@ -201,7 +215,7 @@ class KafkaProtocolApis:
                                                 getattr(p, "current_leader_epoch", -1),
                                                 p.leader_epoch)
                 for p in t.partitions]) for t in request.topics])
-        response = self.native.handle_offset_for_leader_epoch(native)
+        response = self.native.handle_offset_for_leader_epoch(native, self._authz(connection))
         return {"throttle_time": 0, "topics": [{
             "topic": t.topic,
             "partitions": [{"partition": p.partition, "error_code": p.error_code,
@@ -213,7 +227,8 @@ class KafkaProtocolApis:
         if request.transactional_id is not None:
             return {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1,
                     "error_code": errors.InvalidRequestError.code}
-        d = defer.maybeDeferred(self.native.handle_init_producer_id, m.InitProducerIdRequest())
+        d = defer.maybeDeferred(self.native.handle_init_producer_id, m.InitProducerIdRequest(),
+                                self._authz(connection))
 
         def answer(native):
             return {"throttle_time": 0, "error_code": native.error_code,
@@ -253,7 +268,8 @@ class KafkaProtocolApis:
                     "replication_factor": rf if rf > 0 else config.default_replication_factor,
                     "configs": []})
             return {"throttle_time": 0, "topics": out}
-        return defer.maybeDeferred(self.native.handle_create_topics, native).addCallback(answer)
+        return defer.maybeDeferred(self.native.handle_create_topics, native,
+                                   self._authz(connection)).addCallback(answer)
 
     def delete_topics(self, request, version, connection):
         names = list(getattr(request, "topic_names", None) or
@@ -264,7 +280,8 @@ class KafkaProtocolApis:
             return {"throttle_time": 0, "responses": [
                 {"name": r.name, "topic_id": None, "error_code": r.error_code,
                  "error_message": r.error_message} for r in response.responses]}
-        return defer.maybeDeferred(self.native.handle_delete_topics, native).addCallback(answer)
+        return defer.maybeDeferred(self.native.handle_delete_topics, native,
+                                   self._authz(connection)).addCallback(answer)
 
 
 def _produce_response(native: m.ProduceResponse) -> dict:

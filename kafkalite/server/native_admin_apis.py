@@ -14,6 +14,9 @@ from kafkalite.errors import code_of
 from kafkalite.protocol import messages as m
 from kafkalite.server import config_admin
 from kafkalite.server.delete_records import delete_records as _delete_records
+from kafkalite.server.request_authz import (
+    ALLOW_ALL, gate_config_resources, gate_delete_records,
+)
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +25,15 @@ def _message(exc: BaseException) -> str:
     return getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
 
 
-def describe_configs(broker, request: m.DescribeConfigsRequest) -> defer.Deferred:
+def describe_configs(broker, request: m.DescribeConfigsRequest,
+                     authz=ALLOW_ALL) -> defer.Deferred:
     resources = [(r.resource_type, r.resource_name, r.config_names)
                  for r in request.resources]
-    d = defer.maybeDeferred(config_admin.describe_configs, broker, resources,
-                            request.include_synonyms, request.include_documentation)
+    d = gate_config_resources(
+        authz, request.API_KEY, resources,
+        lambda allowed: config_admin.describe_configs(broker, allowed, request.include_synonyms,
+                                                      request.include_documentation),
+        lambda t, n, code, message: config_admin.DescribedResource(code, message, t, n, []))
 
     def answer(described):
         return m.DescribeConfigsResponse(results=[m.DescribeConfigsResult(
@@ -54,25 +61,31 @@ def _alter_answer(request, response_cls, d: defer.Deferred) -> defer.Deferred:
     return d.addCallbacks(answer, failed)
 
 
-def alter_configs(broker, request: m.AlterConfigsRequest) -> defer.Deferred:
+def alter_configs(broker, request: m.AlterConfigsRequest, authz=ALLOW_ALL) -> defer.Deferred:
     resources = [(r.resource_type, r.resource_name, [(c.name, c.value) for c in r.configs])
                  for r in request.resources]
-    return _alter_answer(request, m.AlterConfigsResponse, defer.maybeDeferred(
-        config_admin.alter_configs, broker, resources, request.validate_only))
+    return _alter_answer(request, m.AlterConfigsResponse, gate_config_resources(
+        authz, request.API_KEY, resources,
+        lambda allowed: config_admin.alter_configs(broker, allowed, request.validate_only),
+        lambda t, n, code, message: (t, n, code, message)))
 
 
-def incremental_alter_configs(broker, request: m.IncrementalAlterConfigsRequest
-                              ) -> defer.Deferred:
+def incremental_alter_configs(broker, request: m.IncrementalAlterConfigsRequest,
+                              authz=ALLOW_ALL) -> defer.Deferred:
     resources = [(r.resource_type, r.resource_name,
                   [(c.name, c.config_operation, c.value) for c in r.configs])
                  for r in request.resources]
-    return _alter_answer(request, m.IncrementalAlterConfigsResponse, defer.maybeDeferred(
-        config_admin.incremental_alter_configs, broker, resources, request.validate_only))
+    return _alter_answer(request, m.IncrementalAlterConfigsResponse, gate_config_resources(
+        authz, request.API_KEY, resources,
+        lambda allowed: config_admin.incremental_alter_configs(broker, allowed,
+                                                               request.validate_only),
+        lambda t, n, code, message: (t, n, code, message)))
 
 
-def delete_records(broker, request: m.DeleteRecordsRequest) -> defer.Deferred:
+def delete_records(broker, request: m.DeleteRecordsRequest, authz=ALLOW_ALL) -> defer.Deferred:
     offsets = {(t.topic, p.partition): p.offset for t in request.topics for p in t.partitions}
-    d = defer.maybeDeferred(_delete_records, broker, offsets, request.timeout_ms)
+    d = gate_delete_records(authz, offsets,
+                            lambda allowed: _delete_records(broker, allowed, request.timeout_ms))
 
     def answer(results):
         topics: dict[str, list] = {}

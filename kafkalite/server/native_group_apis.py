@@ -7,6 +7,13 @@ DescribeGroups, ListGroups, DeleteGroups and OffsetDelete to ``broker.group_coor
 are turned into the native responses here. A broker without a group coordinator answers
 COORDINATOR_NOT_AVAILABLE everywhere, so clients retry rather than fail.
 
+With an authorizer, ``refusal`` is asked first (``KafkaApis.handle``): Read on the group for
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit, Describe for FindCoordinator,
+OffsetFetch and DescribeGroups, Delete for DeleteGroups and OffsetDelete, and Read (commit,
+delete) or Describe (fetch) on every topic named. Unlike Kafka, which refuses per partition, a
+native request naming any refused group or topic is refused whole; ListGroups needs Describe on
+the cluster.
+
 ``handlers(broker)`` gives the ``{api key: handler}`` entries ``KafkaApis`` adds to its table;
 the handlers of ``WITH_CONTEXT`` also take the request header (the client id) and the
 connection (the listener, for FindCoordinator's address; the client's host, for JoinGroup).
@@ -20,11 +27,50 @@ from kafkalite import errors
 from kafkalite.coordinator.types import OffsetAndMetadata
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.security.acl import ResourceType
 from kafkalite.server import coordinator_lookup
 
-__all__ = ["handlers", "WITH_CONTEXT"]
+__all__ = ["handlers", "WITH_CONTEXT", "GROUP_CHECKS", "refusal"]
 
 WITH_CONTEXT = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP})
+
+# api key -> the group ids and topics a request names
+_GROUPS = {
+    ApiKey.JOIN_GROUP: lambda r: [r.group_id], ApiKey.SYNC_GROUP: lambda r: [r.group_id],
+    ApiKey.HEARTBEAT: lambda r: [r.group_id], ApiKey.LEAVE_GROUP: lambda r: [r.group_id],
+    ApiKey.OFFSET_COMMIT: lambda r: [r.group_id], ApiKey.OFFSET_FETCH: lambda r: [r.group_id],
+    ApiKey.DESCRIBE_GROUPS: lambda r: list(r.groups),
+    ApiKey.DELETE_GROUPS: lambda r: list(r.groups_names),
+    ApiKey.OFFSET_DELETE: lambda r: [r.group_id],
+    ApiKey.FIND_COORDINATOR: lambda r: [r.key] if r.key_type == m.COORDINATOR_KEY_GROUP else [],
+}
+_TOPICS = {
+    ApiKey.OFFSET_COMMIT: lambda r: [t.topic for t in r.topics],
+    ApiKey.OFFSET_FETCH: lambda r: [t.topic for t in (r.topics or ())],
+    ApiKey.OFFSET_DELETE: lambda r: [t.topic for t in r.topics],
+}
+GROUP_CHECKS = frozenset(_GROUPS) | {ApiKey.LIST_GROUPS}
+
+
+def refusal(authz, api_key: int, request):
+    """The error response for a request the client may not make, or None."""
+    if not authz.enabled:
+        return None
+    if api_key == ApiKey.LIST_GROUPS:
+        if authz.may(api_key, ResourceType.CLUSTER):
+            return None
+        return request.error_response(errors.ClusterAuthorizationFailedError.code,
+                                      "ListGroups needs Describe on the cluster")
+    _, refused = authz.split(api_key, ResourceType.GROUP, _GROUPS[api_key](request))
+    if refused:
+        return request.error_response(errors.GroupAuthorizationFailedError.code,
+                                      f"not authorized for group(s) {sorted(refused)}")
+    if api_key in _TOPICS:
+        _, refused = authz.split(api_key, ResourceType.TOPIC, _TOPICS[api_key](request))
+        if refused:
+            return request.error_response(errors.TopicAuthorizationFailedError.code,
+                                          f"not authorized for topic(s) {sorted(refused)}")
+    return None
 
 _NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 

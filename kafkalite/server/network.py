@@ -6,6 +6,13 @@ a Kafka request starts with an int16 api_key below 256, so its first byte is 0x0
 request is a msgpack array, whose first byte is 0x90-0x9f, 0xdc or 0xdd. Anything else closes the
 connection.
 
+A listener's security (``listener.security.protocol.map``) wraps this: TLS listeners are served
+through Twisted's TLS (the principal of an SSL client comes from its certificate once the
+handshake completes), and on a SASL listener the SASL exchange (SaslHandshake, SaslAuthenticate,
+on either protocol) must complete before any request but ApiVersions is served; everything else
+closes the connection, as Kafka does. ``connection_security.ConnectionSecurity`` keeps that
+state and the principal the handlers authorize.
+
 Requests on one connection are pipelined: the client may send many before reading. Each request
 takes a slot in an ordered queue, and a response leaves only when every earlier one has left, so a
 long-polling fetch holds back later answers exactly as Kafka's one-in-flight-per-connection rule
@@ -19,7 +26,9 @@ import logging
 from collections import deque
 
 from twisted.internet import defer
+from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory
+from zope.interface import implementer
 
 from kafkalite.errors import InvalidRequestError, KafkaError, UnsupportedVersionError, code_of
 from kafkalite.protocol.api_keys import ApiKey
@@ -29,6 +38,9 @@ from kafkalite.protocol.kafka.versions import is_supported
 from kafkalite.protocol.envelope import (decode_request_envelope, encode_response_payload,
                                          parse_request_body)
 from kafkalite.protocol.messages import RequestErrorResponse
+from kafkalite.server.connection_security import (
+    PRE_AUTHENTICATION_MAX_FRAME_BYTES, ConnectionSecurity, describe_refusal,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +65,53 @@ class _Slot:
         self.done = False
 
 
+_SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
+
+
+@implementer(IHandshakeListener)
 class BrokerProtocol(KafkaWireProtocol):
-    def __init__(self, handler, max_frame_bytes: int, kafka_handler=None):
+    def __init__(self, handler, max_frame_bytes: int, kafka_handler=None,
+                 security: ConnectionSecurity | None = None):
         super().__init__(max_frame_bytes)
         self.handler = handler
         self.kafka_handler = kafka_handler
         self.protocol_name: str | None = None
         self.client_id: str | None = None
         self._slots: deque[_Slot] = deque()
+        self.security = security or ConnectionSecurity.plaintext()
+        if not self.security.authenticated:
+            self._decoder.max_frame_bytes = min(self.max_frame_bytes,
+                                                PRE_AUTHENTICATION_MAX_FRAME_BYTES)
+
+    @property
+    def principal(self) -> str:
+        """Who the client is (``User:ANONYMOUS`` until TLS or SASL says otherwise)."""
+        return self.security.principal
+
+    def handshakeCompleted(self) -> None:
+        """TLS is up: an SSL client's certificate names its principal."""
+        try:
+            self.security.tls_handshake_completed(self.transport.getPeerCertificate())
+        except Exception as exc:  # noqa: BLE001 - no principal, no service: close
+            log.warning("closing TLS connection from %s: %s", self._peer(),
+                        describe_refusal(exc))
+            self.close_connection()
+
+    def _refuse_before_authentication(self, api_key: int) -> bool:
+        """True (and the connection closing) for a request a SASL listener does not serve
+        before the client has authenticated."""
+        if self.security.allowed_before_authentication(api_key):
+            return False
+        log.warning("closing connection from %s: %s before SASL authentication completed",
+                    self._peer(), ApiKey.name_of(api_key))
+        self.close_connection()
+        return True
+
+    def _sasl_done(self, close: bool) -> None:
+        if close:
+            self.close_connection()
+        elif self.security.authenticated:
+            self._decoder.max_frame_bytes = self.max_frame_bytes
 
     def connectionMade(self) -> None:
         self.handler.connection_opened(self)
@@ -92,6 +143,8 @@ class BrokerProtocol(KafkaWireProtocol):
             log.warning("closing Kafka connection from %s: %s", self._peer(), exc)
             self.close_connection()
             return
+        if self._refuse_before_authentication(api_key):
+            return
         if not is_supported(api_key, api_version):
             if api_key == ApiKey.API_VERSIONS:
                 # Kafka's answer to a version it does not know: v0 with UNSUPPORTED_VERSION and
@@ -117,6 +170,13 @@ class BrokerProtocol(KafkaWireProtocol):
         self.client_id = header.client_id   # JoinGroup records it for DescribeGroups
         slot = _Slot(correlation_id)
         self._slots.append(slot)
+        if api_key in (_SASL_HANDSHAKE, _SASL_AUTHENTICATE):
+            answer, close = (self.security.kafka_handshake(request)
+                             if api_key == _SASL_HANDSHAKE
+                             else self.security.kafka_authenticate(request))
+            self._finish_kafka(slot, api_key, api_version, answer)
+            self._sasl_done(close)
+            return
         try:
             result = self.kafka_handler.handle(api_key, api_version, request, self)
         except Exception as exc:  # noqa: BLE001 - a failed handler closes only this connection
@@ -167,6 +227,8 @@ class BrokerProtocol(KafkaWireProtocol):
             log.warning("closing connection from %s: %s", self._peer(), exc)
             self.close_connection()
             return
+        if self._refuse_before_authentication(header.api_key):
+            return
         slot = _Slot(header.correlation_id)
         try:
             request = parse_request_body(header, body)
@@ -181,6 +243,13 @@ class BrokerProtocol(KafkaWireProtocol):
             self._handle_without_response(header, request)
             return
         self._slots.append(slot)
+        if header.api_key in (_SASL_HANDSHAKE, _SASL_AUTHENTICATE):
+            response, close = (self.security.native_handshake(request)
+                               if header.api_key == _SASL_HANDSHAKE
+                               else self.security.native_authenticate(request))
+            self._finish(slot, response, header.api_version)
+            self._sasl_done(close)
+            return
         try:
             result = self.handler.handle(header, request, self)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error response
@@ -231,14 +300,21 @@ class BrokerProtocol(KafkaWireProtocol):
 
 
 class BrokerFactory(Factory):
+    """Connections of one listener. ``listener_security`` (None: PLAINTEXT) says what the
+    listener demands; ``scram_lookup(mechanism, user)`` gives SCRAM credentials."""
+
     def __init__(self, handler, max_frame_bytes: int, listener_name: str = "PLAINTEXT",
-                 kafka_handler=None):
+                 kafka_handler=None, listener_security=None, scram_lookup=None):
         self.handler = handler
         self.kafka_handler = kafka_handler
         self.max_frame_bytes = max_frame_bytes
         self.listener_name = listener_name
+        self.listener_security = listener_security
+        self.scram_lookup = scram_lookup
 
     def buildProtocol(self, addr):
-        protocol = BrokerProtocol(self.handler, self.max_frame_bytes, self.kafka_handler)
+        security = ConnectionSecurity(self.listener_security, self.scram_lookup)
+        protocol = BrokerProtocol(self.handler, self.max_frame_bytes, self.kafka_handler,
+                                  security)
         protocol.factory = self
         return protocol

@@ -17,6 +17,7 @@ from zk_schema import config as s_config
 
 from kafkalite.zk.errors import ZkNoNodeError
 from kafkalite.zk.ops import ZnodeOps
+from kafkalite.zk.znode_acls import restrict_if_sensitive
 
 __all__ = ["UserConfigZkStore"]
 
@@ -51,6 +52,7 @@ class UserConfigZkStore:
         path = s_config.user_config_path(user)
         if config:
             self.zk._create_or_set(path, s_config.EntityConfig(config).encode())
+            restrict_if_sensitive(self.zk, path)        # credentials: not world-readable
         else:
             self.zk.delete(path)
         self._announce(user)

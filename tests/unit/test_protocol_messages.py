@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalite import errors
+from kafkalite.protocol import messages as sm
 from kafkalite.protocol import (
     REQUESTS,
     RESPONSES,
@@ -221,6 +222,11 @@ REQUEST_SAMPLES = [
     OffsetFetchRequest(group_id="g", topics=None),
     DeleteGroupsRequest(groups_names=["g", "h"]),
     OffsetDeleteRequest(group_id="g", topics=[OffsetDeleteTopic("t", [0, 2])]),
+    sm.SaslHandshakeRequest(mechanism="SCRAM-SHA-512"),
+    sm.SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00secret"),
+    sm.DescribeAclsRequest(filter=sm.AclFilter(2, None, 1, "User:alice", None, 1, 1)),
+    sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
+    sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
 ]
 
 RESPONSE_SAMPLES = [
@@ -296,6 +302,13 @@ RESPONSE_SAMPLES = [
     DeleteGroupsResponse(results=[DeletableGroupResult("g", 0), DeletableGroupResult("h", 68)]),
     OffsetDeleteResponse(error_code=0, topics=[OffsetDeleteTopicResponse("t", [
         OffsetDeletePartitionResponse(0, 0), OffsetDeletePartitionResponse(2, 86)])]),
+    sm.SaslHandshakeResponse(error_code=33, mechanisms=["PLAIN", "SCRAM-SHA-512"]),
+    sm.SaslAuthenticateResponse(error_code=58, error_message="Authentication failed"),
+    sm.DescribeAclsResponse(resources=[sm.AclResource(2, "t", 3, [
+        sm.AclDescription("User:alice", "*", 3, 3)])]),
+    sm.CreateAclsResponse(results=[sm.AclCreationResult(0, None)]),
+    sm.DeleteAclsResponse(filter_results=[sm.DeleteAclsFilterResult(0, None, [
+        sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
 ]
 
 
@@ -315,7 +328,8 @@ def test_api_keys_are_kafkas_numbers():
                 "INCREMENTAL_ALTER_CONFIGS": 44, "OFFSET_COMMIT": 8, "OFFSET_FETCH": 9,
                 "FIND_COORDINATOR": 10, "JOIN_GROUP": 11, "HEARTBEAT": 12, "LEAVE_GROUP": 13,
                 "SYNC_GROUP": 14, "DESCRIBE_GROUPS": 15, "LIST_GROUPS": 16, "DELETE_GROUPS": 42,
-                "OFFSET_DELETE": 47}
+                "OFFSET_DELETE": 47, "SASL_HANDSHAKE": 17, "SASL_AUTHENTICATE": 36,
+                "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31}
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 

@@ -53,6 +53,11 @@ KAFKA_28_MAX_VERSIONS: dict[int, int] = {
     44: 1,   # IncrementalAlterConfigs
     60: 0,   # DescribeCluster
     21: 2,   # DeleteRecords
+    17: 1,   # SaslHandshake (answered by the connection: server.connection_security)
+    36: 2,   # SaslAuthenticate
+    29: 2,   # DescribeAcls
+    30: 2,   # CreateAcls
+    31: 2,   # DeleteAcls
 }
 
 

@@ -1,0 +1,154 @@
+"""The machinery of kafkalite's configuration table (``kafkalite.config``): value types, validators,
+``ConfigDef`` (one row of the table), and readers for Kafka-style ``.properties`` files and
+``--override key=value`` flags. The table itself, with every key, is ``kafkalite.config``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kafkalite.errors import ConfigError
+
+# --- types and validators ----------------------------------------------------------------------
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": lambda s: int(s.strip()),
+    "long": lambda s: int(s.strip()),
+    "double": lambda s: float(s.strip()),
+    "boolean": _parse_bool,
+    "string": lambda s: s.strip(),
+    "list": _parse_list,
+    "password": lambda s: s,
+}
+
+
+_TYPE_WORDS = {"int": "an integer", "long": "an integer", "double": "a number",
+               "boolean": "true or false", "string": "a string", "list": "a list",
+               "password": "a string"}
+
+
+@dataclass(frozen=True)
+class Validator:
+    check: Callable[[Any], bool]
+    allowed: str
+
+
+def at_least(low: int | float) -> Validator:
+    return Validator(lambda v: v >= low, f"a number >= {low}")
+
+
+def between(low: int | float, high: int | float) -> Validator:
+    return Validator(lambda v: low <= v <= high, f"a number in [{low}, {high}]")
+
+
+def one_of(*choices: Any) -> Validator:
+    return Validator(lambda v: v in choices, "one of " + ", ".join(map(str, choices)))
+
+
+def each_one_of(*choices: str) -> Validator:
+    return Validator(lambda v: bool(v) and all(item in choices for item in v),
+                     "a comma-separated list of " + ", ".join(choices))
+
+
+_LISTENER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://[^:/\s]*:\d{1,5}$")
+listeners_valid = Validator(lambda v: all(_LISTENER.match(item) for item in v),
+                            "a comma-separated list of NAME://host:port (host may be empty)")
+non_empty = Validator(lambda v: bool(v), "a non-empty value")
+# Kafka also takes uncompressed/gzip/snappy/lz4/zstd (the broker then recompresses); kafkalite
+# stores batches as they arrive and never re-encodes them, so only 'producer' is honest
+producer_compression = Validator(lambda v: v == "producer",
+                                 "producer (kafkalite stores each batch as its producer "
+                                 "compressed it and does not recompress)")
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: str
+    default: Any
+    doc: str
+    validator: Validator | None = None
+    topic_name: str | None = None  # broker key whose value is the default of this topic key
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace(".", "_")
+
+    def parse(self, raw: Any) -> Any:
+        if isinstance(raw, str):
+            try:
+                value = _PARSERS[self.type](raw)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"invalid value {raw!r} for configuration {self.name}: {exc}; "
+                    f"expected {_TYPE_WORDS[self.type]}") from None
+        else:
+            value = self._coerce(raw)
+        if value is not None and self.validator and not self.validator.check(value):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"allowed is {self.validator.allowed}")
+        return value
+
+    def _coerce(self, raw: Any) -> Any:
+        expected = {"int": int, "long": int, "double": (int, float), "boolean": bool,
+                    "string": str, "password": str, "list": (list, tuple)}[self.type]
+        if raw is None and self.default is None:
+            return None
+        if isinstance(raw, bool) and self.type in ("int", "long", "double"):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"expected {_TYPE_WORDS[self.type]}")
+        if not isinstance(raw, expected):
+            raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
+                              f"expected {_TYPE_WORDS[self.type]}")
+        return tuple(raw) if self.type == "list" else raw
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """Read a Java-style .properties file (``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    values: dict[str, str] = {}
+    pending = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            pending += stripped[:-1]
+            continue
+        stripped, pending = pending + stripped, ""
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
+        if not match:
+            raise ConfigError(f"{path}:{number}: expected key=value, got {line!r}")
+        values[match.group(1)] = match.group(2)
+    return values
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Parse ``--override key=value`` flags."""
+    result = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like key=value")
+        key, value = item.split("=", 1)
+        result[key.strip()] = value
+    return result

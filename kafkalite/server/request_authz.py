@@ -1,0 +1,250 @@
+"""Authorization of one request: the connection's principal and host, asked of the broker's
+authorizer with the operation ``security.operations`` names for the API.
+
+``RequestAuthz.of(broker, connection)`` is what a handler holds. Without an authorizer
+(``authorizer.class.name`` empty) everything is allowed and nothing is looked up.
+
+The ``gate_*`` functions do Kafka's split for the data-path requests, on kafkalite's native
+request objects (the Kafka protocol's handlers translate into these, so both protocols are
+checked by the same code): the authorized part goes on to the ReplicaManager, the refused
+topic-partitions come back with TOPIC_AUTHORIZATION_FAILED, and ``merge`` puts the two answers
+together.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from twisted.internet import defer
+
+from kafkalite.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.security.acl import ANONYMOUS, CLUSTER_NAME, AclOperation, ResourceType
+from kafkalite.security.operations import CONSUMER, FOLLOWER, error_for, operation_for
+
+__all__ = ["RequestAuthz", "ALLOW_ALL", "gate_produce", "gate_fetch", "gate_list_offsets",
+           "gate_offset_for_leader_epoch"]
+
+_TOPIC_DENIED = TopicAuthorizationFailedError.code
+
+
+def _peer_host(connection) -> str:
+    try:
+        return connection.transport.getPeer().host
+    except Exception:  # noqa: BLE001 - no transport (tests) or not an IP peer
+        return ""
+
+
+class RequestAuthz:
+    def __init__(self, authorizer=None, principal: str = ANONYMOUS, host: str = ""):
+        self.authorizer = authorizer
+        self.principal = principal
+        self.host = host
+
+    @classmethod
+    def of(cls, broker, connection) -> "RequestAuthz":
+        authorizer = getattr(getattr(broker, "security", None), "authorizer", None)
+        if authorizer is None:
+            return ALLOW_ALL
+        return cls(authorizer, getattr(connection, "principal", ANONYMOUS),
+                   _peer_host(connection))
+
+    @property
+    def enabled(self) -> bool:
+        return self.authorizer is not None
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType,
+                name: str = CLUSTER_NAME) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(self.principal, self.host, operation, resource_type,
+                                         name)
+
+    def may(self, api_key: int, resource_type: ResourceType, name: str = CLUSTER_NAME,
+            role: str | None = None) -> bool:
+        """May the client do what ``api_key`` does to this resource (``operations``' table)?"""
+        if self.authorizer is None:
+            return True
+        return self.allowed(operation_for(api_key, resource_type, role), resource_type, name)
+
+    def split(self, api_key: int, resource_type: ResourceType, names: Iterable[str],
+              role: str | None = None) -> tuple[set[str], set[str]]:
+        """(allowed, refused) names; each distinct name is asked once."""
+        names = set(names)
+        if self.authorizer is None:
+            return names, set()
+        allowed = {n for n in names if self.may(api_key, resource_type, n, role)}
+        return allowed, names - allowed
+
+    def require_cluster(self, api_key: int, role: str | None = None) -> None:
+        """Raise CLUSTER_AUTHORIZATION_FAILED unless the API's cluster operation is allowed."""
+        if not self.may(api_key, ResourceType.CLUSTER, CLUSTER_NAME, role):
+            raise error_for(ResourceType.CLUSTER)(
+                f"{self.principal} is not authorized for "
+                f"{operation_for(api_key, ResourceType.CLUSTER, role).zk_name} on the cluster "
+                f"({ApiKey.name_of(api_key)})")
+
+    def may_write_idempotently(self) -> bool:
+        """InitProducerId without a transactional id: IdempotentWrite on the cluster, or Write
+        on any topic (Kafka 2.8's rule)."""
+        if self.authorizer is None:
+            return True
+        return (self.allowed(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
+                or self.authorizer.authorize_by_resource_type(
+                    self.principal, self.host, AclOperation.WRITE, ResourceType.TOPIC))
+
+
+ALLOW_ALL = RequestAuthz()
+
+
+def _then(result, convert: Callable):
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(convert)
+    return convert(result)
+
+
+def cluster_refusal(api_key: int) -> ClusterAuthorizationFailedError:
+    return ClusterAuthorizationFailedError(f"not authorized for {ApiKey.name_of(api_key)}")
+
+
+# --- the data path: split, serve the allowed part, merge ----------------------------------------
+
+def gate_produce(authz: RequestAuthz, request: m.ProduceRequest, serve: Callable):
+    """Serve the topics the client may Write; the others answer TOPIC_AUTHORIZATION_FAILED."""
+    if not authz.enabled:
+        return serve(request)
+    allowed, refused = authz.split(ApiKey.PRODUCE, ResourceType.TOPIC, request.topic_data)
+    denied = {t: {p: m.ProducePartitionResponse(_TOPIC_DENIED) for p in request.topic_data[t]}
+              for t in refused}
+    if not allowed:
+        return m.ProduceResponse(responses=denied) if request.expects_response() else None
+    request.topic_data = {t: ps for t, ps in request.topic_data.items() if t in allowed}
+
+    def merge(response):
+        if isinstance(response, m.ProduceResponse):
+            response.responses.update(denied)
+        return response
+    return _then(serve(request), merge)
+
+
+def gate_fetch(authz: RequestAuthz, request: m.FetchRequest, serve: Callable):
+    """A follower (replica id >= 0) needs ClusterAction on the cluster; a consumer, Read on
+    each topic."""
+    if not authz.enabled:
+        return serve(request)
+    if request.replica_id >= 0:
+        authz.require_cluster(ApiKey.FETCH, FOLLOWER)
+        return serve(request)
+    allowed, refused = authz.split(ApiKey.FETCH, ResourceType.TOPIC,
+                                   (t.topic for t in request.topics), CONSUMER)
+    denied = [m.FetchTopicResponse(t.topic, [m.FetchPartitionResponse(p.partition, _TOPIC_DENIED)
+                                             for p in t.partitions])
+              for t in request.topics if t.topic in refused]
+    if not allowed:
+        return m.FetchResponse(responses=denied)
+    request.topics = [t for t in request.topics if t.topic in allowed]
+
+    def merge(response):
+        if isinstance(response, m.FetchResponse):
+            response.responses.extend(denied)
+        return response
+    return _then(serve(request), merge)
+
+
+def gate_list_offsets(authz: RequestAuthz, request: m.ListOffsetsRequest, serve: Callable):
+    if not authz.enabled or request.replica_id >= 0:
+        return serve(request)
+    allowed, refused = authz.split(ApiKey.LIST_OFFSETS, ResourceType.TOPIC,
+                                   (t.topic for t in request.topics))
+    denied = [m.ListOffsetsTopicResponse(t.topic, [
+        m.ListOffsetsPartitionResponse(p.partition, _TOPIC_DENIED) for p in t.partitions])
+        for t in request.topics if t.topic in refused]
+    request.topics = [t for t in request.topics if t.topic in allowed]
+
+    def merge(response):
+        response.topics.extend(denied)
+        return response
+    return _then(serve(request), merge)
+
+
+def gate_offset_for_leader_epoch(authz: RequestAuthz, request: m.OffsetForLeaderEpochRequest,
+                                 serve: Callable):
+    if not authz.enabled:
+        return serve(request)
+    if request.replica_id >= 0:
+        authz.require_cluster(ApiKey.OFFSET_FOR_LEADER_EPOCH, FOLLOWER)
+        return serve(request)
+    allowed, refused = authz.split(ApiKey.OFFSET_FOR_LEADER_EPOCH, ResourceType.TOPIC,
+                                   (t.topic for t in request.topics), CONSUMER)
+    denied = [m.OffsetForLeaderEpochTopicResponse(t.topic, [
+        m.OffsetForLeaderEpochPartitionResponse(p.partition, _TOPIC_DENIED)
+        for p in t.partitions]) for t in request.topics if t.topic in refused]
+    request.topics = [t for t in request.topics if t.topic in allowed]
+
+    def merge(response):
+        response.topics.extend(denied)
+        return response
+    return _then(serve(request), merge)
+
+
+def gate_metadata(authz: RequestAuthz, topics: list[str] | None, exists: Callable[[str], bool],
+                  auto_create: bool):
+    """Kafka's Metadata rules. Returns (topics to ask for, refused names, filter). Named topics the client may not Describe answer
+    TOPIC_AUTHORIZATION_FAILED without a word on whether they exist; a missing topic it may
+    not Create (on the cluster or the topic) is not created. Asking for every topic just
+    leaves out those it may not Describe (``filter``)."""
+    if not authz.enabled:
+        return topics, set(), None
+    if topics is None:
+        return None, set(), lambda name: authz.may(
+            ApiKey.METADATA, ResourceType.TOPIC, name)
+    allowed, refused = authz.split(ApiKey.METADATA, ResourceType.TOPIC, topics)
+    if auto_create and not authz.may(ApiKey.METADATA, ResourceType.CLUSTER):
+        missing = {t for t in allowed if not exists(t)}
+        creatable, not_creatable = authz.split(ApiKey.CREATE_TOPICS, ResourceType.TOPIC,
+                                               missing)
+        refused |= not_creatable
+        allowed -= not_creatable
+    return [t for t in topics if t in allowed], refused, None
+
+
+def gate_config_resources(authz: RequestAuthz, api_key: int, resources: list, serve: Callable,
+                          refused: Callable):
+    """Describe/Alter(Incremental)Configs: a topic needs the operation on the topic, a broker
+    or broker logger on the cluster. ``resources`` are tuples starting (type code, name);
+    ``serve(allowed)`` fires with one result per allowed resource, in order;
+    ``refused(type, name, code, message)`` makes a refused one's result."""
+    if not authz.enabled:
+        return defer.maybeDeferred(serve, resources)
+    keep, denied = [], {}
+    for index, resource in enumerate(resources):
+        is_topic = resource[0] == m.CONFIG_RESOURCE_TOPIC
+        resource_type = ResourceType.TOPIC if is_topic else ResourceType.CLUSTER
+        if authz.may(api_key, resource_type, resource[1] if is_topic else CLUSTER_NAME):
+            keep.append(resource)
+        else:
+            denied[index] = refused(resource[0], resource[1], error_for(resource_type).code,
+                                    f"not authorized to {ApiKey.name_of(api_key)}")
+
+    def merge(results):
+        served = iter(results)
+        return [denied[i] if i in denied else next(served) for i in range(len(resources))]
+    return defer.maybeDeferred(serve, keep).addCallback(merge)
+
+
+def gate_delete_records(authz: RequestAuthz, offsets: dict, serve: Callable):
+    """DeleteRecords: Delete on each topic; ``serve(offsets)`` fires with
+    ``{(topic, partition): (low watermark, error code)}``."""
+    if not authz.enabled:
+        return defer.maybeDeferred(serve, offsets)
+    allowed, _ = authz.split(ApiKey.DELETE_RECORDS, ResourceType.TOPIC,
+                             {topic for topic, _ in offsets})
+    denied = {tp: (-1, _TOPIC_DENIED) for tp in offsets if tp[0] not in allowed}
+    keep = {tp: o for tp, o in offsets.items() if tp[0] in allowed}
+
+    def merge(results):
+        return {**results, **denied}
+    if not keep:
+        return defer.succeed(denied)
+    return defer.maybeDeferred(serve, keep).addCallback(merge)
