@@ -1,6 +1,7 @@
 """The fault network itself (kafkalite.testing.faults): a cut link really drops packets, in the
 direction asked, established connections included; heal restores them; a ZooKeeper node cut from
-its peers stops serving and comes back; a crashed run's namespaces are removed by the next run.
+its peers stops serving and comes back; a paused ZooKeeper leader is replaced and follows once
+resumed; a crashed run's namespaces are removed by the next run.
 
 Processes here are tiny Python listeners started inside the namespaces. Skipped, with the reason,
 where network namespaces cannot be made (not root, no ip/nft).
@@ -150,6 +151,22 @@ def test_a_zookeeper_node_cut_from_its_peers_stops_serving_then_rejoins(network,
     finally:
         network.heal()
     wait_until(lambda: ensemble.mode(0) == "follower", 60, "zk1 back as a follower")
+
+
+def test_a_paused_zookeeper_leader_is_replaced_and_follows_when_resumed(fault_zookeeper):
+    ensemble = fault_zookeeper
+    wait_until(lambda: len(ensemble.serving()) == 3 and ensemble.leader() is not None, 60,
+               "a leader and two followers")
+    frozen = ensemble.leader()
+    ensemble.pause(frozen)
+    try:
+        # the followers stop hearing from it and elect one of themselves
+        wait_until(lambda: ensemble.leader() not in (None, frozen), 60, "a new leader")
+        assert ensemble.nodes[frozen].running and ensemble.nodes[frozen].paused
+    finally:
+        ensemble.resume(frozen)
+    wait_until(lambda: ensemble.mode(frozen) == "follower", 60, "the resumed node to follow")
+    assert "paused with SIGSTOP" in ensemble.nodes[frozen].log_tail(400)
 
 
 CRASHING_RUN = """

@@ -212,3 +212,49 @@ def test_ensemble_configs_list_every_member_on_every_node():
         assert {k: v for k, v in cfg.items() if k.startswith("server.")} == {
             "server.1": "10.77.3.11:2888:3888", "server.2": "10.77.3.12:2888:3888",
             "server.3": "10.77.3.13:2888:3888"}
+
+
+# ----------------------------------------------------------------------- where it cannot run
+
+def test_not_root_is_refused_with_the_reason_before_anything_is_made(monkeypatch, tmp_path):
+    from kafkalite.testing.faults import network
+
+    monkeypatch.setattr(network.os, "geteuid", lambda: 1000)
+    assert "need root" in network.unavailable_reason()
+    made = []
+    monkeypatch.setattr(network, "_run", lambda argv, **kw: made.append(argv))
+    with pytest.raises(network.FaultNetworkUnavailable, match="need root"):
+        network.FaultNetwork(state_dir=str(tmp_path)).start()
+    assert made == [] and list(tmp_path.iterdir()) == []
+
+
+def test_missing_nft_names_the_package(monkeypatch):
+    from kafkalite.testing.faults import network
+
+    monkeypatch.setattr(network.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(network.sys, "platform", "linux")
+    monkeypatch.setattr(network.shutil, "which", lambda tool: None if tool == "nft" else "/x")
+    assert network.unavailable_reason() == ("`nft` is not installed "
+                                            "(apt-get install nftables)")
+
+
+def test_a_refused_netns_add_becomes_a_skip_reason_and_leaves_nothing(monkeypatch, tmp_path):
+    from kafkalite.testing.faults import network
+
+    monkeypatch.setattr(network, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(network, "_root_networks", lambda: [])
+    monkeypatch.setattr(network, "_namespaces", lambda: [])
+    torn_down = []
+    monkeypatch.setattr(network, "_teardown", lambda names, namespaces: torn_down.append(
+        sorted(namespaces)))
+
+    def run(argv, **kw):
+        raise network.FaultNetworkError(f"`{' '.join(argv)}` failed (1): mount --make-shared "
+                                        "/run/netns failed: Operation not permitted")
+    monkeypatch.setattr(network, "_run", run)
+    net = network.FaultNetwork(state_dir=str(tmp_path), run_id="0a1b2c")
+    with pytest.raises(network.FaultNetworkUnavailable,
+                       match="ip netns add klf-0a1b2c-hub.*Operation not permitted"):
+        net.start()
+    assert torn_down == [["klf-0a1b2c-hub"]]
+    assert [p.name for p in tmp_path.iterdir()] == ["lock"]      # the run's state file is gone
