@@ -114,7 +114,10 @@ class BrokerChanges:
         registration = context.live_brokers.get(broker_id)
         if registration is None:
             raise errors.BrokerNotAvailableError(f"broker {broker_id} is not live")
-        if broker_epoch >= 0 and registration.broker_epoch not in (None, broker_epoch):
+        # Kafka lets a request without an epoch (-1) through; kafkalite's brokers always send
+        # their registration's, so anything else is refused (a forged shutdown would move every
+        # leadership away from a healthy broker)
+        if broker_epoch != registration.broker_epoch:
             raise errors.StaleBrokerEpochError(
                 f"broker {broker_id} epoch {broker_epoch} is not the registered "
                 f"{registration.broker_epoch}")

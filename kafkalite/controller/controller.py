@@ -71,7 +71,7 @@ class Controller:
         self.is_active = False
         self.epoch = -1
         self.epoch_zk_version = -1
-        self.context = ControllerContext(listener_name=config.inter_broker_listener)
+        self.context = ControllerContext(listener_name=config.controller_listener)
         self.channels = None
         self.requests = ControllerRequests(self)
         self.partition_state_machine = PartitionStateMachine(self)
@@ -206,6 +206,10 @@ class Controller:
         elif isinstance(exc, ControllerMovedError):
             log.warning("controller: fenced while handling %s: %s", name, exc)
             self._deactivate()
+        elif event.result is not None and isinstance(exc, errors.KafkaError):
+            # a request refused with its error (e.g. a stale broker epoch): the asker gets the
+            # error; nothing is wrong with the controller
+            log.info("controller: %s refused: %s", name, exc.message)
         else:
             log.error("controller: event %s failed", name, exc_info=exc)
 
@@ -251,7 +255,7 @@ class Controller:
             self.channels.close()     # closed, not gone: a late send is dropped quietly
         if self._rebalance_loop is not None and self._rebalance_loop.running:
             self._rebalance_loop.stop()
-        self.context = ControllerContext(listener_name=self.config.inter_broker_listener)
+        self.context = ControllerContext(listener_name=self.config.controller_listener)
         self.partition_state_machine = PartitionStateMachine(self)
         self.replica_state_machine = ReplicaStateMachine(self)
 
@@ -306,7 +310,7 @@ class Controller:
 
     @defer.inlineCallbacks
     def _load_context(self):
-        context = ControllerContext(listener_name=self.config.inter_broker_listener)
+        context = ControllerContext(listener_name=self.config.controller_listener)
         context.live_brokers = yield self.controller_zk.get_brokers()
         assignments = yield self.controller_zk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}

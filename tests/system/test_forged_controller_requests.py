@@ -35,6 +35,10 @@ def zk(cluster):
 
 @pytest.fixture
 def acknowledged(cluster, zk):
+    return produce_acknowledged(cluster, zk)
+
+
+def produce_acknowledged(cluster, zk):
     zk.create_topic(TOPIC, {0: [1, 2, 3], 1: [2, 3, 1]})
     wait_until(lambda: all(cluster.partition_metadata(TOPIC, p).leader >= 0 for p in (0, 1)),
                30, "leaders for the topic")
@@ -45,12 +49,18 @@ def acknowledged(cluster, zk):
     return sorted((f.get(10).partition, f.get(10).offset, b"v%d" % i) for i, f in enumerate(sent))
 
 
-def read_all(cluster, partitions=(0, 1)):
+def read_all(cluster, acknowledged, partitions=(0, 1)):
+    """Every record of the topic, once the end offsets cover ``acknowledged`` (after a failover
+    the new leader learns the high watermark from its followers' next fetches)."""
     consumer = Consumer(bootstrap_servers=cluster.bootstrap_servers, enable_auto_commit=False)
-    consumer.assign([TopicPartition(TOPIC, p) for p in partitions])
+    tps = [TopicPartition(TOPIC, p) for p in partitions]
+    consumer.assign(tps)
     consumer.seek_to_beginning()
+    wanted = {p: 1 + max(o for q, o, _v in acknowledged if q == p) for p in partitions}
+    ends = wait_until(lambda: (lambda e: e if all(e[tp] >= wanted[tp.partition] for tp in tps)
+                               else None)(consumer.end_offsets(tps)),
+                      30, f"end offsets covering {wanted}")
     got = []
-    ends = consumer.end_offsets([TopicPartition(TOPIC, p) for p in partitions])
     want = sum(ends.values())
     wait_until(lambda: got.extend((r.partition, r.offset, r.value)
                                   for batch in consumer.poll(timeout_ms=200).values()
@@ -122,11 +132,45 @@ def test_forged_controller_requests_change_nothing(cluster, zk, acknowledged):
     brokers = request("127.0.0.1", port, m.MetadataRequest(topics=[TOPIC])).brokers
     assert sorted(b.node_id for b in brokers) == [1, 2, 3]
     assert states(zk) == before
-    assert read_all(cluster) == acknowledged
+    assert read_all(cluster, acknowledged) == acknowledged
 
     # the real controller is still obeyed: a leader's kill moves leadership, nothing is lost
     cluster.kill(leader0)
     wait_until(lambda: cluster.partition_metadata(TOPIC, 0).leader not in (-1, leader0), 60,
                "a new leader elected by the real controller")
     cluster.restart(leader0)
-    assert read_all(cluster) == acknowledged
+    assert read_all(cluster, acknowledged) == acknowledged
+
+
+def test_control_plane_listener_is_the_only_door(kafkalite_cluster_factory):
+    """control.plane.listener.name (KIP-291): the controller talks to the brokers on CONTROL, so
+    even a perfect forgery (the real controller id, epoch and broker epoch) is refused on the
+    clients' listener, while the real controller still moves leadership."""
+    from kafkalite.testing.ports import free_port
+
+    cluster = kafkalite_cluster_factory(3, start=False)
+    for broker in cluster.brokers.values():
+        broker.overrides.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROL://127.0.0.1:{free_port()}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "control.plane.listener.name": "CONTROL"})
+    cluster.start()
+    zk = ZkClient(cluster.zk_connect).start()
+    try:
+        acknowledged_records = produce_acknowledged(cluster, zk)
+        leader = cluster.leader_of(TOPIC, 0)
+        perfect = forged_leader_and_isr(leader, zk.get_controller_id(), real_epoch(zk),
+                                        zk.get_broker(leader).broker_epoch)
+        before = states(zk)
+        answer = request("127.0.0.1", leader_port(cluster, 0), perfect)
+        assert answer.error_code == NotControllerError.code, answer
+        assert "control-plane listener" in answer.error_message
+        assert states(zk) == before
+        assert read_all(cluster, acknowledged_records) == acknowledged_records
+        cluster.kill(leader)
+        wait_until(lambda: cluster.partition_metadata(TOPIC, 0).leader not in (-1, leader), 60,
+                   "a new leader, told over the CONTROL listener")
+        assert read_all(cluster, acknowledged_records) == acknowledged_records
+    finally:
+        zk.stop()
