@@ -4,7 +4,7 @@ another broker takes over, and then the zombie resumes believing it is still the
 On resume it may act on its stale view before it hears that its session is gone (an overdue
 leader-imbalance check, an ISR shrink as the partitions' old leader). It must change nothing:
 its ZooKeeper writes fail the /controller_epoch check or the expired session, brokers refuse its
-requests (tests/unit/test_controller_events.py and test_controller_fencing.py drive those paths
+requests (tests/unit/test_controller_deposed.py and test_controller_fencing.py drive those paths
 one by one), and, under an acks=all
 producer (rf 3, min.insync.replicas 2), every acknowledged record is read back, in order, with
 the replicas agreeing byte for byte.
