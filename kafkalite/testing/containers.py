@@ -197,7 +197,8 @@ class ContainerCluster:
         if self.zookeeper is not None:
             parts.append(f"--- {self.zookeeper.describe()} ---\n{self.zookeeper.log_tail(n)}")
         for broker_id, container in sorted(self.brokers.items()):
-            parts.append(f"--- broker {broker_id} ({self.image}) ---\n{docker_engine.logs_tail(container, n)}")
+            parts.append(f"--- broker {broker_id} ({self.image}) ---\n"
+                         f"{docker_engine.logs_tail(container, n)}")
         return "\n".join(parts)
 
     def describe(self) -> str:

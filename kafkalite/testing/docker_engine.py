@@ -4,8 +4,10 @@ Environment (read here and nowhere else):
 
 - ``KAFKALITE_TEST_DOCKER``: ``0`` never use Docker; ``1`` require it (no fallback to local
   processes); unset: use it when an engine answers and the images are there locally.
-  ``KAFKALITE_ZOOKEEPER_DOCKER`` is the older name of the same switch (read when the first is unset).
-- ``KAFKALITE_TEST_ZOOKEEPER_IMAGE`` (older name ``KAFKALITE_ZOOKEEPER_IMAGE``): the ZooKeeper image.
+  ``KAFKALITE_ZOOKEEPER_DOCKER`` is the older name of the same switch (read when the first is
+  unset).
+- ``KAFKALITE_TEST_ZOOKEEPER_IMAGE`` (older name ``KAFKALITE_ZOOKEEPER_IMAGE``): the ZooKeeper
+  image.
   Unset: ``zookeeper:3.8`` when present, else any local ``zookeeper:<tag>``.
 - ``KAFKALITE_TEST_IMAGE``: the kafkalite image of container clusters (``kafkalite:latest``).
 

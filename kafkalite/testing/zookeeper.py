@@ -1,7 +1,7 @@
 """Start a REAL ZooKeeper for tests and for people trying kafkalite on one machine.
 
-- :class:`ZooKeeperServer` -- one standalone server (``ZooKeeperServerMain``) as a child JVM on a free
-  loopback port, data and log in a work directory; ``stop``/``kill``/``pause``/``restart`` for fault
+- :class:`ZooKeeperServer` -- one standalone server (``ZooKeeperServerMain``) as a child JVM on a
+  free loopback port, data and log in a work directory; ``stop``/``kill``/``pause``/``restart`` for fault
   tests.
 - :class:`~kafkalite.testing.zookeeper_ensemble.ZooKeeperEnsemble` -- N ``QuorumPeerMain`` nodes;
   kill, pause and start single nodes (re-exported here).
@@ -134,7 +134,8 @@ class ZooKeeperServer:
         return four_letter_word(self.host, self.port, word)
 
     def describe(self) -> str:
-        return f"local ZooKeeper {self.connect_string} ({self.install.location}), log {self.log_path}"
+        return (f"local ZooKeeper {self.connect_string} ({self.install.location}), "
+                f"log {self.log_path}")
 
     # ------------------------------------------------------------------------ lifecycle
 

@@ -172,7 +172,8 @@ class ZooKeeperProcess:
             raise ZooKeeperStartError(
                 f"{self.name}: port {self.host}:{self.port} is taken by another process")
 
-    def wait_serving(self, timeout_s: float | None = None, connect_string: str | None = None) -> None:
+    def wait_serving(self, timeout_s: float | None = None,
+                     connect_string: str | None = None) -> None:
         """Wait until a client opens a session and reads "/" (``ruok`` alone is not enough)."""
         from kafkalite.zk.client import probe  # kazoo is imported only when a server starts
 

@@ -377,7 +377,8 @@ class FailingContainer:
 
 def test_start_zookeeper_falls_back_when_docker_fails(monkeypatch, caplog, tmp_path):
     _no_docker_settings(monkeypatch)
-    monkeypatch.setattr(docker_engine, "docker_zookeeper_image", lambda: ("zookeeper:3.8", "Docker"))
+    monkeypatch.setattr(docker_engine, "docker_zookeeper_image",
+                        lambda: ("zookeeper:3.8", "Docker"))
     monkeypatch.setattr(zkl, "ZooKeeperContainer", FailingContainer)
     with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
         server = start_zookeeper(tmp_path)
@@ -398,7 +399,8 @@ def test_docker_can_be_switched_off_by_either_name(monkeypatch):
     assert docker_engine.docker_zookeeper_image() == (
         None, "Docker disabled by KAFKALITE_ZOOKEEPER_DOCKER")
     monkeypatch.setenv("KAFKALITE_TEST_DOCKER", "off")
-    assert docker_engine.docker_zookeeper_image() == (None, "Docker disabled by KAFKALITE_TEST_DOCKER")
+    assert docker_engine.docker_zookeeper_image() == (
+        None, "Docker disabled by KAFKALITE_TEST_DOCKER")
     assert docker_engine.docker_unavailable_reason("zookeeper:3.8") == \
         "Docker disabled by KAFKALITE_TEST_DOCKER"
 
@@ -419,9 +421,10 @@ def test_image_choice():
     assert choose(None, ["python:3.11"]) is None
     assert choose("zookeeper:3.7", ["zookeeper:3.7", "zookeeper:3.8"]) == "zookeeper:3.7"
     assert choose("zookeeper:3.6", ["zookeeper:3.8"]) is None    # asked for: never another
-    assert docker_engine.zookeeper_image_setting({"KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:old"
-    assert docker_engine.zookeeper_image_setting({"KAFKALITE_TEST_ZOOKEEPER_IMAGE": "zk:new",
-                                                  "KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:new"
+    setting = docker_engine.zookeeper_image_setting
+    assert setting({"KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:old"
+    assert setting({"KAFKALITE_TEST_ZOOKEEPER_IMAGE": "zk:new",
+                    "KAFKALITE_ZOOKEEPER_IMAGE": "zk:old"}) == "zk:new"
 
 
 def test_container_gets_the_local_servers_settings():

@@ -219,7 +219,8 @@ class FaultNetwork:
         return self
 
     def close(self) -> None:
-        """Kill what still runs in the namespaces, delete them (bridge, veths, rules). Idempotent."""
+        """Kill what still runs in the namespaces and delete them (the bridge, the veths and the
+        rules go with them). Idempotent."""
         with self._lock:
             if not self._started:
                 return
