@@ -8,6 +8,8 @@
     kafkalite configs --alter --entity-type topics --entity-name t \\
         --add-config retention.ms=60000,cleanup.policy=[compact,delete] --delete-config segment.ms
     kafkalite configs --alter --broker-logger 1 --add-config kafkalite.server=DEBUG
+    kafkalite configs --zookeeper H:P/chroot --alter --entity-type users --entity-name alice \\
+        --add-config 'SCRAM-SHA-512=[password=alice-secret]'      # configs_users
 
 Output is kafka-configs' own::
 
@@ -27,12 +29,14 @@ import re
 
 import click
 
+from kafkalite.cli.client_security import command_config_option, load_command_config
 from kafkalite.cli.options import (
     ActionCommand,
     CliError,
     admin_client,
     bootstrap_option,
     brokers_from,
+    explicit,
     pick_action,
     quiet_client_logs,
     zookeeper_option,
@@ -77,8 +81,8 @@ def _shown(value) -> str:
 @click.option("--describe", is_flag=True, help="list the configs of the given entity")
 @click.option("--alter", is_flag=True, help="add or delete configs of the given entity")
 @click.option("--entity-type", type=click.Choice(ENTITY_TYPES),
-              help="topics, brokers or broker-loggers")
-@click.option("--entity-name", help="topic name, or broker id")
+              help="topics, brokers, broker-loggers or users")
+@click.option("--entity-name", help="topic name, broker id, or user name")
 @click.option("--entity-default", is_flag=True,
               help="the cluster-wide default (brokers)")
 @click.option("--topic", help="same as --entity-type topics --entity-name TOPIC")
@@ -94,10 +98,11 @@ def _shown(value) -> str:
               help="--alter: configs to remove (comma-separated)")
 @bootstrap_option
 @zookeeper_option
+@command_config_option
 @click.pass_context
 def command(ctx, describe, alter, entity_type, entity_name, entity_default, topic, broker,
             broker_defaults, broker_logger, describe_all, add_configs, delete_configs,
-            bootstrap_server, zookeeper):
+            bootstrap_server, zookeeper, command_config):
     """Describe and change topic, broker and broker-logger configs (Kafka's kafka-configs)."""
     action = pick_action({"describe": describe, "alter": alter}, "configs")
     entity_type, name = _entity(entity_type, entity_name, entity_default, topic, broker,
@@ -117,7 +122,20 @@ def command(ctx, describe, alter, entity_type, entity_name, entity_default, topi
     elif add_configs or delete_configs:
         raise CliError("--add-config and --delete-config go with --alter", exit_code=2)
     quiet_client_logs()
-    with admin_client(brokers_from(ctx, bootstrap_server, zookeeper)) as admin:
+    security, digest = load_command_config(command_config)
+    if entity_type == "users":
+        from kafkalite.cli import configs_users
+
+        if explicit(ctx, "bootstrap_server") and not explicit(ctx, "zookeeper"):
+            raise CliError("users' SCRAM credentials are written to ZooKeeper: pass "
+                           "--zookeeper HOST:PORT/chroot (kafkalite does not serve "
+                           "AlterUserScramCredentials)", exit_code=2)
+        if action == "alter":
+            configs_users.alter_user(zookeeper, digest, name, added, deleted)
+        else:
+            configs_users.describe_users(zookeeper, digest, name)
+        return
+    with admin_client(brokers_from(ctx, bootstrap_server, zookeeper), **security) as admin:
         if action == "describe":
             _describe(admin, entity_type, name, describe_all)
         else:
@@ -143,9 +161,9 @@ def _entity(entity_type, entity_name, entity_default, topic, broker, broker_defa
         if entity_default and entity_name is not None:
             raise CliError("--entity-name and --entity-default exclude each other", exit_code=2)
         name = DEFAULT_ENTITY if entity_default else entity_name
-    if entity_type in ("clients", "users"):
-        raise CliError(f"kafkalite keeps no {entity_type[:-1]} configs (quotas, SCRAM "
-                       f"credentials): only topics, brokers and broker-loggers", exit_code=2)
+    if entity_type == "clients":
+        raise CliError("kafkalite keeps no client configs (quotas): only topics, brokers, "
+                       "broker-loggers and users (SCRAM credentials)", exit_code=2)
     if name == DEFAULT_ENTITY and entity_type != "brokers":
         raise CliError("--entity-default is only for --entity-type brokers", exit_code=2)
     if entity_type in ("brokers", "broker-loggers") and name:

@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "broker": "broker",
     "topics": "topics",
     "configs": "configs",
+    "acls": "acls",
     "delete-records": "delete_records",
     "produce": "produce",
     "consume": "consume",

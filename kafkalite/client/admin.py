@@ -43,6 +43,7 @@ from kafkalite.protocol.messages import (
     DeleteTopicsRequest,
 )
 from kafkalite.topics import validate_topic_name
+from kafkalite.security.settings import ClientSecurity
 
 __all__ = ["AdminClient", "ConsumerGroupPartition"]
 
@@ -52,7 +53,7 @@ class AdminClient:
 
     def __init__(self, bootstrap_servers=None, *, zookeeper=None,
                  client_id: str | None = None, request_timeout_ms: int = 30000,
-                 retry_backoff_ms: int = 100):
+                 retry_backoff_ms: int = 100, **security_options):
         if bootstrap_servers is None:
             if zookeeper is not None:
                 raise errors.ConfigError(
@@ -66,7 +67,8 @@ class AdminClient:
                                         client_id=client_id or DEFAULT_CLIENT_ID,
                                         request_timeout_ms=request_timeout_ms,
                                         retry_backoff_ms=retry_backoff_ms,
-                                        allow_auto_topic_creation=False)
+                                        allow_auto_topic_creation=False,
+                                        security=ClientSecurity.from_kwargs(**security_options))
         self._pool = self._cluster.pool()
         self._closed = False
 
@@ -406,7 +408,7 @@ class AdminClient:
         import weakref
 
         import zk_schema
-        from kafkalite.zk import ZkClient
+        from kafkalite.zk.znode_acls import secure_zk_client
         from kafkalite.zk.client import split_connect_string
         from kafkalite.zk.errors import ZkConnectionLossError
 
@@ -423,7 +425,7 @@ class AdminClient:
                 raise errors.ZooKeeperError(f"ZooKeeper at {hosts}: {exc}") from None
 
         # look before connecting with the chroot: a mistyped chroot must not get created
-        zk = ZkClient(hosts, session_timeout_ms=10000, connection_timeout_s=timeout_s)
+        zk = secure_zk_client(hosts, session_timeout_ms=10000, connection_timeout_s=timeout_s)
         try:
             call(zk.start)
             has_cluster = call(zk.exists, chroot + zk_schema.BROKER_IDS_PATH)
@@ -437,8 +439,8 @@ class AdminClient:
                 f"no kafkalite cluster in ZooKeeper {self.zookeeper} (no "
                 f"{zk_schema.BROKER_IDS_PATH}); is the chroot right?")
         if chroot:
-            zk = ZkClient(self.zookeeper, session_timeout_ms=10000,
-                          connection_timeout_s=timeout_s)
+            zk = secure_zk_client(self.zookeeper, session_timeout_ms=10000,
+                                  connection_timeout_s=timeout_s)
             call(zk.start)
         self._zk_session = zk
         self._zk_finalizer = weakref.finalize(self, zk.stop)
@@ -1063,6 +1065,25 @@ class AdminClient:
 
         return admin_configs.delete_records(self, records_to_delete, timeout_ms,
                                             raise_on_error)
+
+    # --- ACLs (admin_acls; bindings and filters are kafkalite.security.acl's) ----------------
+    def describe_acls(self, acl_filter):
+        """The ACL bindings ``acl_filter`` (an AclBindingFilter) matches."""
+        from kafkalite.client import admin_acls
+
+        return admin_acls.describe_acls(self, acl_filter)
+
+    def create_acls(self, acls) -> list:
+        """Add AclBindings; one KafkaError (or None) per binding, in order."""
+        from kafkalite.client import admin_acls
+
+        return admin_acls.create_acls(self, list(acls))
+
+    def delete_acls(self, acl_filters) -> list:
+        """Remove what each AclBindingFilter matches: ``[(deleted bindings, error or None)]``."""
+        from kafkalite.client import admin_acls
+
+        return admin_acls.delete_acls(self, list(acl_filters))
 
 class ConsumerGroupPartition(NamedTuple):
     """One row of ``AdminClient.describe_consumer_group`` (Kafka's describe columns); None

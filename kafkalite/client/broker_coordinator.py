@@ -405,7 +405,8 @@ class BrokerCoordinator(Coordinator):
             held[1].close()
         try:
             conn = BrokerConnection(host, port, client_id=self.client_id,
-                                    request_timeout_ms=timeout_ms, node_id=node_id)
+                                    request_timeout_ms=timeout_ms, node_id=node_id,
+                                    security=self._cluster.security)
         except KafkaError as exc:
             self._coordinator_dead(epoch, str(exc))
             raise _CoordinatorLost(str(exc)) from None
@@ -783,7 +784,8 @@ class BrokerCoordinator(Coordinator):
             try:
                 held = (epoch, BrokerConnection(host, port, client_id=self.client_id,
                                                 request_timeout_ms=self._request_timeout_ms,
-                                                node_id=node_id))
+                                                node_id=node_id,
+                                                security=self._cluster.security))
             except KafkaError as exc:
                 self._coordinator_dead(epoch, str(exc))
                 with self._cv:
@@ -847,7 +849,7 @@ class BrokerCoordinator(Coordinator):
         try:
             conn = BrokerConnection(host, port, client_id=self.client_id,
                                     request_timeout_ms=self._request_timeout_ms,
-                                    node_id=node_id)
+                                    node_id=node_id, security=self._cluster.security)
             conn.request(m.LeaveGroupRequest(group_id=self.group_id,
                                              members=[m.LeaveGroupMember(member, None)]))
         except KafkaError as exc:

@@ -133,8 +133,9 @@ class ClusterMetadata:
                  request_timeout_ms: int = 30000, retry_backoff_ms: int = 100,
                  metadata_max_age_ms: int = 300000, allow_auto_topic_creation: bool = True,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 connect_timeout_ms: int | None = None):
+                 connect_timeout_ms: int | None = None, security=None):
         self.bootstrap = bootstrap_source(bootstrap_servers)
+        self.security = security          # security.settings.ClientSecurity, None: PLAINTEXT
         self.client_id = client_id or DEFAULT_CLIENT_ID
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -261,7 +262,7 @@ class ClusterMetadata:
                                         request_timeout_ms=self.request_timeout_ms,
                                         max_frame_bytes=self.max_frame_bytes,
                                         connect_timeout_ms=self.connect_timeout_ms,
-                                        node_id=node_id)
+                                        node_id=node_id, security=self.security)
                 response = conn.request(request)
             except (errors.NetworkError, errors.RequestTimedOutError) as exc:
                 tried.append(f"{host}:{port} ({exc.message})")
@@ -269,6 +270,9 @@ class ClusterMetadata:
                 if conn is not None:
                     conn.close()
                 continue
+            except (errors.SaslAuthenticationFailedError, errors.SslAuthenticationFailedError,
+                    errors.UnsupportedSaslMechanismError):
+                raise           # the next broker would say the same: fix the settings
             self._conn = conn
             return response
         exc = NoBrokersAvailableError(
@@ -430,7 +434,8 @@ class ClusterMetadata:
         return BrokerConnection(broker.host, broker.port, client_id=self.client_id,
                                 request_timeout_ms=self.request_timeout_ms,
                                 max_frame_bytes=self.max_frame_bytes,
-                                connect_timeout_ms=self.connect_timeout_ms, node_id=node_id)
+                                connect_timeout_ms=self.connect_timeout_ms, node_id=node_id,
+                                security=self.security)
 
     def pool(self, request_timeout_ms: int | None = None) -> ConnectionPool:
         return ConnectionPool(self, request_timeout_ms)

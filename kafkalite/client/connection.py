@@ -31,6 +31,13 @@ are decoded straight out of it through a ``memoryview`` (msgpack copies the ``bi
 returns); only the unfinished tail of a frame is ever moved, and the buffer grows to the largest
 frame seen and shrinks back when idle.
 
+Security: with ``security`` (a ``security.settings.ClientSecurity``, made from kafka-python's
+``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``, ``sasl_plain_username`` ... options by
+the clients) the socket is wrapped in TLS (SSL, SASL_SSL) and the SASL exchange runs
+(SASL_PLAINTEXT, SASL_SSL) inside ``connect()``, before any request. A failed TLS handshake
+raises SslAuthenticationFailedError, bad credentials SaslAuthenticationFailedError; neither is
+retriable, and the connection is dead.
+
 Thread safety: a BrokerConnection is NOT thread-safe. Use each one from one thread at a time
 (the producer's sender thread owns the producer's connections; a consumer or admin client uses
 its own from the calling thread; ``ClusterMetadata`` guards its metadata connection with a lock).
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import selectors
 import socket
+import ssl
 import struct
 import time
 from collections import deque
@@ -52,6 +60,7 @@ from kafkalite.errors import KafkaError, NetworkError, RequestTimedOutError
 from kafkalite.protocol.envelope import encode_request_payload, parse_response_body
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
 from kafkalite.protocol.messages import Request, RequestErrorResponse
+from kafkalite.security.settings import ClientSecurity
 
 __all__ = ["BrokerConnection", "DEFAULT_CLIENT_ID", "parse_address"]
 
@@ -108,8 +117,9 @@ class BrokerConnection:
                  request_timeout_ms: int = 30000,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  connect_timeout_ms: int | None = None, node_id: int | None = None,
-                 connect: bool = True):
+                 connect: bool = True, security: ClientSecurity | None = None):
         self.host = host
+        self.security = security
         self.port = int(port)
         self.client_id = client_id
         self.node_id = node_id
@@ -162,7 +172,32 @@ class BrokerConnection:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
         except OSError:  # pragma: no cover - some platforms refuse
             pass
+        if self.security is not None and self.security.uses_tls:
+            sock = self._tls(sock)
         self._sock = sock
+        if self.security is not None and self.security.uses_sasl:
+            from kafkalite.client.sasl_handshake import authenticate
+
+            try:
+                authenticate(self, self.security)
+            except KafkaError as exc:
+                self.close(exc.message)
+                raise
+
+    def _tls(self, sock: socket.socket) -> ssl.SSLSocket:
+        from kafkalite.security.tls import stdlib_client_context
+
+        try:
+            context = stdlib_client_context(self.security.tls)
+            sock.settimeout(self.connect_timeout_ms / 1000)
+            return context.wrap_socket(sock, server_hostname=self.host)
+        except (OSError, KafkaError) as exc:
+            sock.close()
+            message = exc.message if isinstance(exc, KafkaError) else str(exc)
+            err = errors.SslAuthenticationFailedError(
+                f"TLS handshake with broker {self.address} failed: {message}")
+            self._dead = err
+            raise err from None
 
     @property
     def connected(self) -> bool:
@@ -296,9 +331,11 @@ class BrokerConnection:
             sock.settimeout(0.0)
             while True:
                 got = self._recv_once(sock)
-                if got < _RECV_CHUNK_MIN:
+                # TLS hands out a record at a time: read on while it holds decrypted bytes
+                if got < _RECV_CHUNK_MIN and not (isinstance(sock, ssl.SSLSocket)
+                                                  and sock.pending()):
                     break
-        except BlockingIOError:
+        except (BlockingIOError, ssl.SSLWantReadError):
             pass
         except OSError as exc:
             raise self._fail(f"reading from broker {self.address} failed: {exc}") from None

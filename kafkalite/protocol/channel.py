@@ -4,6 +4,10 @@ The controller keeps one per live broker (LeaderAndIsr, UpdateMetadata, StopRepl
 replica fetcher keeps one to its leader. ``request`` connects on demand; a connection failure
 errbacks with NetworkError and the next request reconnects after a backoff, so callers decide
 whether to retry (the controller re-sends until the broker is gone; fetchers back off and retry).
+
+``connect(reactor, host, port, protocol, timeout_s)`` opens the connection (default: plain TCP);
+a broker passes ``security.client_transport.broker_connector``'s for TLS and SASL between
+brokers. Its Deferred fires once the connection may carry requests.
 """
 
 from __future__ import annotations
@@ -19,11 +23,16 @@ from kafkalite.protocol.connection import ClientConnection
 log = logging.getLogger(__name__)
 
 
+def _plain_connect(reactor, host: str, port: int, protocol, timeout_s: float):
+    return connectProtocol(TCP4ClientEndpoint(reactor, host, port, timeout=timeout_s), protocol)
+
+
 class BrokerChannel:
     def __init__(self, reactor, host: str, port: int, client_id: str,
                  connect_timeout_s: float = 5.0, request_timeout_s: float = 30.0,
-                 max_frame_bytes: int | None = None):
+                 max_frame_bytes: int | None = None, connect=None):
         self.reactor = reactor
+        self._open = connect or _plain_connect
         self.host = host or "127.0.0.1"
         self.port = port
         self.client_id = client_id
@@ -50,8 +59,6 @@ class BrokerChannel:
         if self._connecting:
             return waiter
         self._connecting = True
-        endpoint = TCP4ClientEndpoint(self.reactor, self.host, self.port,
-                                      timeout=self.connect_timeout_s)
         protocol = ClientConnection(self.client_id, self.max_frame_bytes)
 
         def connected(proto):
@@ -61,8 +68,10 @@ class BrokerChannel:
         def failed(failure):
             error = NetworkError(f"cannot connect to {self.host}:{self.port}: "
                                  f"{failure.getErrorMessage()}")
+            protocol.close()
             self._release(lambda w: w.errback(error))
-        connectProtocol(endpoint, protocol).addCallbacks(connected, failed)
+        self._open(self.reactor, self.host, self.port, protocol,
+                   self.connect_timeout_s).addCallbacks(connected, failed)
         return waiter
 
     def _release(self, fire) -> None:

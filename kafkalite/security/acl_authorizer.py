@@ -33,7 +33,8 @@ from kafkalite.zk.acls import AclZkStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AclAuthorizer", "entry_to_record", "record_to_entry", "MAX_UPDATE_RETRIES"]
+__all__ = ["AclAuthorizer", "entry_to_record", "record_to_entry", "pattern_of", "entries_of",
+           "update_pattern", "MAX_UPDATE_RETRIES"]
 
 MAX_UPDATE_RETRIES = 10        # Kafka's maxUpdateRetries
 
@@ -50,11 +51,11 @@ def record_to_entry(record: s_acls.AclEntryRecord) -> AccessControlEntry:
                               AclPermissionType.parse(record.permission_type))
 
 
-def _pattern(pattern_type: str, resource_type: str, name: str) -> ResourcePattern:
+def pattern_of(pattern_type: str, resource_type: str, name: str) -> ResourcePattern:
     return ResourcePattern(ResourceType.parse(resource_type), name, PatternType[pattern_type])
 
 
-def _entries(records, where: str) -> frozenset[AccessControlEntry]:
+def entries_of(records, where: str) -> frozenset[AccessControlEntry]:
     out = set()
     for record in records:
         try:
@@ -71,7 +72,7 @@ def update_pattern(store: AclZkStore, pattern: ResourcePattern,
     kind, rtype = pattern.pattern_type.name, pattern.resource_type.zk_name
     for _ in range(MAX_UPDATE_RETRIES + 1):
         stored = store.get(kind, rtype, pattern.name)
-        current = _entries(stored.entries, str(pattern))
+        current = entries_of(stored.entries, str(pattern))
         wanted = frozenset(change(current))
         if wanted == current:
             return current
@@ -131,11 +132,11 @@ class AclAuthorizer:
         acls = {}
         for (kind, rtype, name), stored in loaded.items():
             try:
-                pattern = _pattern(kind, rtype, name)
+                pattern = pattern_of(kind, rtype, name)
             except (ValueError, KeyError):
                 log.warning("ignoring ACLs of unknown resource type %s", rtype)
                 continue
-            acls[pattern] = _entries(stored.entries, str(pattern))
+            acls[pattern] = entries_of(stored.entries, str(pattern))
         self.snapshot = AclSnapshot(acls)
         self.ready = True
         log.info("ACL authorizer ready: %d ACL(s) on %d resource pattern(s); super.users=%s, "
@@ -189,7 +190,7 @@ class AclAuthorizer:
                 continue
             stored = self.store.get(pattern.pattern_type.name, pattern.resource_type.zk_name,
                                     pattern.name)
-            reloaded[pattern] = _entries(stored.entries, str(pattern))
+            reloaded[pattern] = entries_of(stored.entries, str(pattern))
         self.store.purge_changes_before(kind, children,
                                         self._now_ms() if self._now_ms else None)
         last = self.store.sequence_of(fresh[-1]) if fresh else self._last_seen[kind]

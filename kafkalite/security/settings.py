@@ -180,9 +180,10 @@ def listener_security(config, listener: str) -> ListenerSecurity:
     return ListenerSecurity(listener, protocol, tls, mechanisms, plain_users, mapper)
 
 
-def inter_broker_security(config) -> ClientSecurity | None:
-    """How this broker connects to the others (None: plain TCP)."""
-    listener = config.inter_broker_listener
+def inter_broker_security(config, listener: str | None = None) -> ClientSecurity | None:
+    """How this broker connects to the others' ``listener`` (default: the inter-broker
+    listener; the controller uses control.plane.listener.name when set). None: plain TCP."""
+    listener = listener or config.inter_broker_listener
     protocol = config.security_protocol(listener)
     if protocol == "PLAINTEXT":
         return None

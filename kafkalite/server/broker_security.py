@@ -18,6 +18,7 @@ import zk_schema
 from kafkalite.config import ACL_AUTHORIZER, BrokerConfig
 from kafkalite.security.acl_authorizer import AclAuthorizer
 from kafkalite.security.authorizer import AuthorizerSettings, parse_super_users
+from kafkalite.security.client_transport import broker_connector
 from kafkalite.security.credential_cache import ScramCredentialCache
 from kafkalite.security.settings import (
     ClientSecurity, ListenerSecurity, inter_broker_security, listener_security,
@@ -40,6 +41,11 @@ class BrokerSecurity:
         self._tls_contexts = {name: server_context_factory(sec.tls)
                               for name, sec in self.listeners.items() if sec.uses_tls}
         self.inter_broker: ClientSecurity | None = inter_broker_security(config)
+        # connect functions for protocol.channel.BrokerChannel: replica fetchers and controlled
+        # shutdown use the inter-broker listener, the controller its own listener
+        self.inter_broker_connect = broker_connector(self.inter_broker)
+        self.controller_connect = broker_connector(
+            inter_broker_security(config, config.controller_listener))
         self.credentials = ScramCredentialCache()
         self.authorizer: AclAuthorizer | None = None
         self._authorizer_wanted = bool(config.authorizer_class_name)
