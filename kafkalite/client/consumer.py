@@ -3,13 +3,17 @@
 Everything runs on the caller's thread: a Consumer is NOT thread-safe (as in Kafka), use it from
 one thread (``close()`` included).
 
-Fetching is pipelined: each broker has at most one Fetch in flight, and a new one is sent as soon
-as a response has been read (before the records are handed to the user), so the broker reads and
-ships the next chunk while the application processes the previous one. The next fetch offset of a
-partition comes from the batch headers of the response (``decoder.scan_batches``), without
-decoding records; records are decoded only when ``poll``/iteration hands them out
-(``decoder.decode_records``: Kafka v2 records parsed in C per batch, tuples built with
-``map``/``zip``). At most two responses' worth of data per partition is buffered.
+The parts, as aiokafka's and the Java client's are cut (the producer's are Producer,
+RecordAccumulator and Sender):
+
+* ``subscription_state.SubscriptionState``: the subscription or manual assignment, each
+  partition's position, pause flag and backoff, the user's rebalance listener;
+* ``fetcher.Fetcher``: pipelined Fetch requests, the buffer of fetched data, decoding, and
+  finding positions (committed offset or ``auto_offset_reset``); its select loop is
+  ``io_loop.IoLoop``, the same code the producer's sender runs;
+* ``offsets_lookup.OffsetsLookup``: ListOffsets (``beginning_offsets``, ``end_offsets``,
+  ``offsets_for_times``, position resets), shared with ``AdminClient``;
+* the group coordinator (``coordinator.make_coordinator``): membership and committed offsets.
 
 Positions: ``position(tp)`` is the offset of the next record the application will get. A poll
 moves it past the records it returns; iteration moves it record by record (as kafka-python's
@@ -19,50 +23,39 @@ A partition without a position gets its committed offset, else ``auto_offset_res
 resets by the same policy ("none": OffsetOutOfRangeError naming the partition and the log's range).
 
 Groups (DESIGN section 9; ``coordinator.make_coordinator`` picks the kind): ``group_id`` alone
-joins a group through the brokers' group coordinator, as Kafka's 0.9+ consumers do
-(``broker_coordinator``: JoinGroup/SyncGroup, heartbeats from a background thread every
-``heartbeat_interval_ms``, ``session_timeout_ms``, ``max_poll_interval_ms`` as the rebalance
-timeout, ``group_instance_id`` for static membership, offsets committed to the coordinator);
-``group_id`` with ``zookeeper`` joins a Kafka 0.8 group through ZooKeeper (``zk_coordinator``);
-without a ``group_id`` a subscription gets every partition of its topics and commits are kept in
-memory (``coordinator.InMemoryCoordinator``). Auto-commit (every ``auto_commit_interval_ms``, at
-close, and before partitions are revoked) only runs with a ``group_id``.
+joins through the brokers' group coordinator (``broker_coordinator``, Kafka 0.9+), ``group_id``
+with ``zookeeper`` joins a Kafka 0.8 ZooKeeper group (``zk_coordinator``), and without a
+``group_id`` a subscription gets every partition of its topics, commits kept in memory.
+Auto-commit (every ``auto_commit_interval_ms``, at close, and before partitions are revoked)
+only runs with a ``group_id``.
 
-Deserializers are applied to non-None keys and values only.
+Deserializers are applied to non-None keys and values only. ``_clock``/``_sleep`` (monotonic
+seconds) time backoffs, deadlines and auto-commits; tests may override them in a subclass.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
-import selectors
 import time
-from collections import deque
 from typing import Iterable
 
 from kafkalite import errors
 from kafkalite.client.cluster import ClusterMetadata
-from kafkalite.client.connection import DEFAULT_CLIENT_ID, ConnectionSelector
-from kafkalite.client.coordinator import Coordinator, make_coordinator
-from kafkalite.client.decoder import decode_records, scan_batches
+from kafkalite.client.connection import DEFAULT_CLIENT_ID
+from kafkalite.client.coordinator import Coordinator, consumer_group_options, make_coordinator
+from kafkalite.client.fetcher import Fetcher, FetchSettings
+from kafkalite.client.offsets_lookup import OffsetsLookup
 from kafkalite.client.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
     TopicPartition,
 )
+from kafkalite.client.subscription_state import SubscriptionState
 from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
-from kafkalite.protocol.messages import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    FetchPartition,
-    FetchRequest,
-    FetchTopic,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
+from kafkalite.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkalite.security.settings import ClientSecurity
 from kafkalite.topics import validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -70,61 +63,13 @@ log = logging.getLogger(__name__)
 __all__ = ["Consumer"]
 
 _RESET_POLICIES = ("earliest", "latest", "none")
-_MAX_BUFFERED_FETCHES = 2
-
-
-class _PartitionState:
-    __slots__ = ("tp", "position", "fetch_position", "reset", "epoch", "paused",
-                 "backoff_until", "fetch_size", "high_watermark", "log_start_offset",
-                 "last_stable_offset", "buffered")
-
-    def __init__(self, tp: TopicPartition):
-        self.tp = tp
-        self.position: int | None = None       # next offset the application gets
-        self.fetch_position: int | None = None  # next offset to fetch (ahead when buffered)
-        self.reset: str | None = None          # pending seek_to_beginning/end
-        self.epoch = 0                         # bumped by seeks: stale fetch data is dropped
-        self.paused = False
-        self.backoff_until = 0.0
-        self.fetch_size = 0                    # 0 = max_partition_fetch_bytes
-        self.high_watermark = -1
-        self.log_start_offset = -1
-        self.last_stable_offset = -1
-        self.buffered = 0                      # completed fetches not yet fully handed out
-
-    def seek(self, offset: int | None, reset: str | None = None) -> None:
-        self.position = offset
-        self.fetch_position = offset
-        self.reset = reset
-        self.epoch += 1
-        self.buffered = 0
-        self.backoff_until = 0.0
-
-
-class _CompletedFetch:
-    __slots__ = ("tp", "data", "fetch_offset", "next_offset", "epoch", "records", "index")
-
-    def __init__(self, tp, data, fetch_offset, next_offset, epoch):
-        self.tp = tp
-        self.data = data
-        self.fetch_offset = fetch_offset
-        self.next_offset = next_offset
-        self.epoch = epoch
-        self.records: list | None = None
-        self.index = 0
-
-
-class _FetchInFlight:
-    __slots__ = ("correlation_id", "offsets", "conn")
-
-    def __init__(self, correlation_id, offsets, conn):
-        self.correlation_id = correlation_id
-        self.offsets = offsets
-        self.conn = conn
 
 
 class Consumer:
     """Reads records from assigned or subscribed partitions; see the module doc."""
+
+    _clock = staticmethod(time.monotonic)
+    _sleep = staticmethod(time.sleep)
 
     def __init__(self, *topics: str, bootstrap_servers=None,
                  group_id: str | None = None, zookeeper=None, client_id: str | None = None,
@@ -141,7 +86,7 @@ class Consumer:
                  session_timeout_ms: int | None = None, heartbeat_interval_ms: int = 3000,
                  max_poll_interval_ms: int = 300000, group_instance_id: str | None = None,
                  rebalance_max_retries: int = 4, rebalance_backoff_ms: int = 2000,
-                 rebalance_debounce_ms: int = 300):
+                 rebalance_debounce_ms: int = 300, **security_options):
         if auto_offset_reset == "smallest":
             auto_offset_reset = "earliest"
         elif auto_offset_reset == "largest":
@@ -165,24 +110,13 @@ class Consumer:
             partition_assignment_strategy=partition_assignment_strategy,
             metadata_max_age_ms=metadata_max_age_ms, check_crcs=check_crcs,
             default_api_timeout_ms=default_api_timeout_ms)
-        self._group_id = group_id
-        self._auto_offset_reset = auto_offset_reset
         self._auto_commit = bool(enable_auto_commit and group_id is not None)
         self._auto_commit_interval = auto_commit_interval_ms / 1000
         self._max_poll_records = max_poll_records
-        self._fetch_min_bytes = fetch_min_bytes
-        self._fetch_max_wait_ms = fetch_max_wait_ms
-        self._fetch_max_bytes = fetch_max_bytes
-        self._max_partition_fetch_bytes = max_partition_fetch_bytes
-        self._key_deserializer = key_deserializer
-        self._value_deserializer = value_deserializer
         self._retry_backoff = retry_backoff_ms / 1000
         self._consumer_timeout = (math.inf if consumer_timeout_ms is None
                                   else consumer_timeout_ms / 1000)
-        self._check_crcs = check_crcs
         self._api_timeout = default_api_timeout_ms / 1000
-        if isinstance(partition_assignment_strategy, str):
-            partition_assignment_strategy = (partition_assignment_strategy,)
         bootstrap = bootstrap_servers
         if bootstrap is None:
             if zookeeper is not None:
@@ -195,52 +129,34 @@ class Consumer:
             bootstrap, client_id=self.config["client_id"],
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
-            allow_auto_topic_creation=allow_auto_create_topics)
-        group_options: dict = {}
-        if group_id is not None and zookeeper is not None:
-            group_options = dict(
-                assignor=partition_assignment_strategy[0],
-                session_timeout_ms=6000 if session_timeout_ms is None else session_timeout_ms,
-                rebalance_max_retries=rebalance_max_retries,
-                rebalance_backoff_ms=rebalance_backoff_ms,
-                rebalance_debounce_ms=rebalance_debounce_ms, client_id=self.config["client_id"])
-        elif group_id is not None:
-            group_options = dict(
-                cluster=self._cluster, client_id=self.config["client_id"],
-                assignors=partition_assignment_strategy,
-                session_timeout_ms=10000 if session_timeout_ms is None else session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                max_poll_interval_ms=max_poll_interval_ms, group_instance_id=group_instance_id,
-                request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
-                default_api_timeout_ms=default_api_timeout_ms)
+            allow_auto_topic_creation=allow_auto_create_topics,
+            security=ClientSecurity.from_kwargs(**security_options))
+        group_options = consumer_group_options(
+            group_id, zookeeper, self._cluster, self.config["client_id"],
+            partition_assignment_strategy, session_timeout_ms, heartbeat_interval_ms,
+            max_poll_interval_ms, group_instance_id, request_timeout_ms, retry_backoff_ms,
+            default_api_timeout_ms, rebalance_max_retries, rebalance_backoff_ms,
+            rebalance_debounce_ms)
         try:
             self._coordinator = coordinator or make_coordinator(group_id, zookeeper,
                                                                 **group_options)
         except BaseException:
-            self._cluster.close()
-            close_bootstrap = getattr(self._cluster.bootstrap, "close", None)
-            if close_bootstrap is not None:
-                close_bootstrap()
+            self._close_cluster()
             raise
-        self._fetch_pool = self._cluster.pool()   # fetches (long polls) only
-        self._aux_pool = self._cluster.pool()     # ListOffsets etc., never behind a long poll
-        self._connections = ConnectionSelector()
-        self._selector = self._connections.selector
-        self._registered = self._connections.registered
-        self._in_flight: dict[int, _FetchInFlight] = {}
-        self._subscription: set[str] | None = None
-        self._pattern: re.Pattern | None = None
-        self._listener = None
-        self._manual = False
-        self._assignment: dict[TopicPartition, _PartitionState] = {}
-        self._completed: deque[_CompletedFetch] = deque()
-        self._pushback: list = []
-        self._needs_reset = False
+        clock, sleep = self._clock, self._sleep
+        self._subscriptions = SubscriptionState(clock)
+        # ListOffsets on a pool of its own: never behind a long poll
+        self._offsets = OffsetsLookup(self._cluster, self._cluster.pool(), self._retry_backoff,
+                                      clock, sleep)
+        self._fetcher = Fetcher(self._cluster, self._subscriptions, self._offsets, FetchSettings(
+            fetch_min_bytes, fetch_max_wait_ms, fetch_max_bytes, max_partition_fetch_bytes,
+            check_crcs, key_deserializer, value_deserializer, retry_backoff_ms,
+            auto_offset_reset), clock, sleep)
+        self._subscriptions.on_assignment_change = self._fetcher.retain
         self._metadata_backoff_until = 0.0
-        self._rotation = 0
         self._iterator = None
         self._chunk_iter = None
-        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        self._next_auto_commit = clock() + self._auto_commit_interval
         self._closed = False
         if topics:
             if len(topics) == 1 and isinstance(topics[0], (list, tuple, set)):
@@ -256,46 +172,35 @@ class Consumer:
         ``on_partitions_revoked(set)`` and ``on_partitions_assigned(set)``.
         """
         self._check_open()
-        if self._manual:
-            raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         if isinstance(topics, str):
             topics = [topics]
         topics = set(topics)
-        if (not topics) == (pattern is None):
-            raise IllegalStateError("subscribe() needs either topics or a pattern")
-        for topic in topics:
-            validate_topic_name(topic)
-        self._listener = listener
+        subs = self._subscriptions
+        subs.subscribe(topics, pattern, listener, validate_topic_name)
         if pattern is not None:
-            self._pattern = re.compile(pattern)
-            self._subscription = set()
             self._cluster.want_all_topics(True)
         else:
-            self._pattern = None
-            self._subscription = topics
             self._cluster.want_all_topics(False)
             self._cluster.set_topics(topics)
-        self._coordinator.subscribe(set(self._subscription), self)
+        self._coordinator.subscribe(set(subs.topics), self)
         self._cluster.request_update()
 
     def subscription(self) -> set[str] | None:
-        return None if self._subscription is None else set(self._subscription)
+        topics = self._subscriptions.topics
+        return None if topics is None else set(topics)
 
     def unsubscribe(self) -> None:
         """Drop the subscription or manual assignment (and everything buffered)."""
         self._settle_iterator()
-        if self._subscription is not None:
+        if self._subscriptions.subscribed:
             self._coordinator.unsubscribe()
-        self._subscription = None
-        self._pattern = None
-        self._manual = False
+        self._subscriptions.unsubscribe()
         self._cluster.want_all_topics(False)
-        self._set_assignment(set())
 
     def assign(self, partitions: Iterable) -> None:
         """Consume exactly these partitions (no group management)."""
         self._check_open()
-        if self._subscription is not None:
+        if self._subscriptions.subscribed:
             raise IllegalStateError("assign() while subscribed: call unsubscribe() first")
         tps = [TopicPartition(*tp) for tp in partitions]
         for tp in tps:
@@ -303,29 +208,18 @@ class Consumer:
             if type(tp.partition) is not int or tp.partition < 0:
                 raise ValueError(f"invalid partition {tp.partition!r} for topic {tp.topic!r}")
         self._settle_iterator()
-        self._manual = bool(tps)
         self._cluster.set_topics({tp.topic for tp in tps})
-        self._set_assignment(set(tps))
+        self._subscriptions.assign(tps)
 
     def assignment(self) -> set[TopicPartition]:
-        return set(self._assignment)
-
-    def _set_assignment(self, tps: set) -> None:
-        new: dict[TopicPartition, _PartitionState] = {}
-        for tp in sorted(tps):
-            ps = self._assignment.get(tp)
-            if ps is None:
-                ps = _PartitionState(tp)
-                self._needs_reset = True
-            new[tp] = ps
-        self._assignment = new
-        self._pushback = [r for r in self._pushback if (r[0], r[1]) in new]
+        return set(self._subscriptions.assignment)
 
     # rebalance listener hooks, called by the coordinator
     def on_partitions_revoked(self, revoked: set) -> None:
+        subs = self._subscriptions
         if self._auto_commit:
             offsets = {tp: OffsetAndMetadata(ps.position, "")
-                       for tp, ps in self._assignment.items()
+                       for tp, ps in subs.assignment.items()
                        if tp in revoked and ps.position is not None}
             if offsets:
                 try:
@@ -333,48 +227,39 @@ class Consumer:
                 except KafkaError as exc:   # as Kafka's consumer: the rebalance goes on
                     log.warning("auto-commit of %s before revoking them failed: %s",
                                 sorted(offsets), exc)
-        if self._listener is not None and hasattr(self._listener, "on_partitions_revoked"):
-            self._listener.on_partitions_revoked(revoked)
-        for tp in revoked:  # position and fetched data are void now: fetch nothing until it is
-            ps = self._assignment.get(tp)   # assigned again, then from the committed offset
-            if ps is not None:              # (another member may have moved it meanwhile)
-                self._drop_pushback(tp)
-                ps.seek(None)
-                self._needs_reset = True
+        listener = subs.listener
+        if listener is not None and hasattr(listener, "on_partitions_revoked"):
+            listener.on_partitions_revoked(revoked)
+        for tp in revoked:
+            if tp in subs.assignment:
+                self._fetcher.drop_buffered(tp)
+        subs.revoke(revoked)
 
     def on_partitions_assigned(self, assigned: set) -> None:
         # the new assignment is in place before the user's listener runs, so it may pause(),
         # seek() or position() the partitions it was just given, as the Java client allows
-        self._set_assignment(set(assigned))
-        if self._listener is not None and hasattr(self._listener, "on_partitions_assigned"):
-            self._listener.on_partitions_assigned(assigned)
+        self._subscriptions.set_assignment(set(assigned))
+        listener = self._subscriptions.listener
+        if listener is not None and hasattr(listener, "on_partitions_assigned"):
+            listener.on_partitions_assigned(assigned)
 
     def pause(self, *partitions) -> None:
-        for tp in partitions:
-            ps = self._state(tp)
-            ps.paused = True
+        self._subscriptions.pause(*partitions)
 
     def resume(self, *partitions) -> None:
-        for tp in partitions:
-            self._state(tp).paused = False
+        self._subscriptions.resume(*partitions)
 
     def paused(self) -> set[TopicPartition]:
-        return {tp for tp, ps in self._assignment.items() if ps.paused}
+        return self._subscriptions.paused()
 
     # --- positions --------------------------------------------------------------------------
-    def _state(self, tp) -> _PartitionState:
-        ps = self._assignment.get(TopicPartition(*tp))
-        if ps is None:
-            raise IllegalStateError(f"partition {tp[0]}-{tp[1]} is not assigned to this consumer")
-        return ps
-
     def seek(self, partition, offset: int) -> None:
         """Read ``partition`` from ``offset`` on at the next poll."""
         if type(offset) is not int or offset < 0:
             raise ValueError(f"offset must be a non-negative int, got {offset!r}")
         self._settle_iterator()
-        self._drop_pushback(partition)
-        self._state(partition).seek(offset)
+        self._fetcher.drop_buffered(partition)
+        self._subscriptions.state(partition).seek(offset)
 
     def seek_to_beginning(self, *partitions) -> None:
         """Seek to the earliest offset (all assigned partitions when none are given)."""
@@ -388,152 +273,43 @@ class Consumer:
         self._settle_iterator()
         if len(partitions) == 1 and isinstance(partitions[0], (list, set)):
             partitions = tuple(partitions[0])
-        targets = partitions or tuple(self._assignment)
-        states = [self._state(tp) for tp in targets]
-        for ps in states:
-            self._drop_pushback(ps.tp)
-            ps.seek(None, policy)
-        if states:
-            self._needs_reset = True
-
-    def _drop_pushback(self, tp) -> None:
-        if self._pushback:
-            key = (tp[0], tp[1])
-            self._pushback = [r for r in self._pushback if (r[0], r[1]) != key]
+        for ps in self._subscriptions.seek_reset(partitions, policy):
+            self._fetcher.drop_buffered(ps.tp)
 
     def position(self, partition) -> int:
         """The offset of the next record to be returned (resolving a pending reset)."""
         self._check_open()
         self._settle_iterator()
-        ps = self._state(partition)
+        ps = self._subscriptions.state(partition)
         if ps.position is None:
-            deadline = time.monotonic() + self._api_timeout
+            deadline = self._clock() + self._api_timeout
             while ps.position is None:
                 self._update_metadata()
-                self._reset_positions()
+                self._fetcher.reset_positions(self._coordinator.committed)
                 if ps.position is not None:
                     break
-                if time.monotonic() >= deadline:
+                if self._clock() >= deadline:
                     raise KafkaTimeoutError(f"could not find a position for {ps.tp} within "
                                             f"{self._api_timeout * 1000:.0f} ms")
-                time.sleep(self._retry_backoff)
+                self._sleep(self._retry_backoff)
         return ps.position
 
     def highwater(self, partition) -> int | None:
         """The high watermark the last fetch saw (None before any)."""
-        hw = self._state(partition).high_watermark
+        hw = self._subscriptions.state(partition).high_watermark
         return None if hw < 0 else hw
 
-    def _reset_positions(self) -> None:
-        """Give every partition without a position its committed offset or the reset policy."""
-        need = [ps for ps in self._assignment.values() if ps.position is None]
-        if not need:
-            self._needs_reset = False
-            return
-        now = time.monotonic()
-        plain = [ps.tp for ps in need if ps.reset is None]
-        if plain:
-            committed = self._coordinator.committed(plain)
-            for tp in plain:
-                om = committed.get(tp)
-                if om is not None and om.offset >= 0:
-                    ps = self._assignment[tp]
-                    ps.position = ps.fetch_position = om.offset
-        timestamps: dict[TopicPartition, int] = {}
-        for ps in need:
-            if ps.position is not None or ps.backoff_until > now:
-                continue
-            policy = ps.reset or self._auto_offset_reset
-            if policy == "none":
-                raise errors.NoOffsetForPartitionError(
-                    f"no committed offset for partition {ps.tp} and auto_offset_reset='none'; "
-                    f"seek() to a position first")
-            timestamps[ps.tp] = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
-        if timestamps:
-            found, failed = self._list_offsets_once(timestamps)
-            for tp, (offset, _ts) in found.items():
-                ps = self._assignment.get(tp)
-                if ps is not None and ps.position is None:
-                    ps.position = ps.fetch_position = offset
-                    ps.reset = None
-            for tp in failed:
-                ps = self._assignment.get(tp)
-                if ps is not None:
-                    ps.backoff_until = now + self._retry_backoff
-        self._needs_reset = any(ps.position is None for ps in self._assignment.values())
-
-    # --- offsets lookups --------------------------------------------------------------------
-    def _list_offsets_once(self, timestamps: dict) -> tuple[dict, set]:
-        """One round of ListOffsets to the leaders: ``({tp: (offset, ts)}, retriable failures)``.
-
-        Non-retriable partition errors are raised.
-        """
-        snap = self._cluster.snapshot
-        by_node: dict[int, dict[str, list[ListOffsetsPartition]]] = {}
-        failed: set = set()
-        for tp, ts in timestamps.items():
-            node = snap.leader_for(tp[0], tp[1])
-            if node is None:
-                failed.add(tp)
-                continue
-            by_node.setdefault(node, {}).setdefault(tp[0], []).append(
-                ListOffsetsPartition(tp[1], ts, -1))
-        found: dict = {}
-        for node, topics in by_node.items():
-            request = ListOffsetsRequest(topics=[ListOffsetsTopic(t, ps)
-                                                 for t, ps in topics.items()])
-            try:
-                response = self._aux_pool.get(node).request(request)
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                self._aux_pool.drop(node)
-                failed.update(TopicPartition(t, p.partition) for t, ps in topics.items()
-                              for p in ps)
-                continue
-            for t in response.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.topic, p.partition)
-                    if p.error_code == 0:
-                        found[tp] = (p.offset, p.timestamp)
-                        continue
-                    exc = errors.for_code(p.error_code)
-                    if not exc.retriable:
-                        raise errors.for_code(p.error_code,
-                                              f"listing offsets of {tp}: {exc.description}")
-                    failed.add(tp)
-        for tp in timestamps:
-            if tp not in found:
-                failed.add(tp)
-        if failed:
-            self._cluster.request_update()
-        return found, failed
-
+    # --- offsets lookups (offsets_lookup, shared with AdminClient) ---------------------------
     def _list_offsets(self, timestamps: dict, timeout: float | None) -> dict:
-        timestamps = {TopicPartition(*tp): ts for tp, ts in timestamps.items()}
         if not timestamps:
             return {}
         self._check_open()
-        self._cluster.add_topics(*{tp.topic for tp in timestamps})
-        deadline = time.monotonic() + (self._api_timeout if timeout is None else timeout)
-        results: dict = {}
-        pending = dict(timestamps)
-        while True:
-            if self._cluster.stale():
-                try:
-                    self._cluster.refresh()
-                except KafkaError as exc:
-                    if not exc.retriable or time.monotonic() >= deadline:
-                        raise
-            found, _failed = self._list_offsets_once(pending)
-            results.update(found)
-            pending = {tp: ts for tp, ts in pending.items() if tp not in found}
-            if not pending:
-                return results
-            if time.monotonic() >= deadline:
-                raise KafkaTimeoutError(f"could not list offsets of {sorted(pending)} within "
-                                        f"the timeout")
-            time.sleep(self._retry_backoff)
+        result = self._offsets.list_offsets(
+            timestamps, self._api_timeout if timeout is None else timeout)
+        if result.missing:
+            raise KafkaTimeoutError(f"could not list offsets of {result.missing} within "
+                                    f"the timeout")
+        return result.found
 
     def beginning_offsets(self, partitions: Iterable, timeout_ms: int | None = None) -> dict:
         """``{tp: earliest offset}`` (the log start offset)."""
@@ -564,15 +340,15 @@ class Consumer:
         self._check_open()
         self._settle_iterator()
         if offsets is None:
-            offsets = {tp: OffsetAndMetadata(ps.position, "")
-                       for tp, ps in self._assignment.items() if ps.position is not None}
+            offsets = {tp: OffsetAndMetadata(position, "")
+                       for tp, position in self._subscriptions.positions().items()}
         else:
             offsets = {TopicPartition(*tp): (om if isinstance(om, OffsetAndMetadata)
                                              else OffsetAndMetadata(int(om), ""))
                        for tp, om in offsets.items()}
         if offsets:
             self._coordinator.commit(offsets)
-        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        self._next_auto_commit = self._clock() + self._auto_commit_interval
 
     def commit_async(self, offsets: dict | None = None, callback=None) -> None:
         """``commit`` (done before returning: this client has no commits in flight); then
@@ -619,7 +395,7 @@ class Consumer:
         return parts
 
     def _update_metadata(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if self._cluster.stale() and now >= self._metadata_backoff_until:
             self._metadata_backoff_until = now + self._retry_backoff
             try:
@@ -628,291 +404,47 @@ class Consumer:
                 if not exc.retriable:
                     raise
                 log.warning("consumer metadata refresh failed: %s", exc)
-        if self._subscription is None:
+        subs = self._subscriptions
+        if not subs.subscribed:
             return
         snap = self._cluster.snapshot
-        if self._pattern is not None:
-            matched = {t for t in snap.topics if self._pattern.match(t)}
-            if matched != self._subscription:
-                self._subscription = matched
-                self._coordinator.subscribe(set(matched), self)
+        if subs.match_pattern(snap.topics):
+            self._coordinator.subscribe(set(subs.topics), self)
         new = self._coordinator.poll(self._cluster)
         if new is not None:
-            self._set_assignment(new)
-        if any(t not in snap.topics for t in self._subscription):
+            subs.set_assignment(new)
+        if any(t not in snap.topics for t in subs.topics):
             self._cluster.request_update()   # e.g. being auto-created: ask again after backoff
 
-    # --- fetching ---------------------------------------------------------------------------
-    def _send_fetches(self) -> None:
-        now = time.monotonic()
-        snap = self._cluster.snapshot
-        default_size = self._max_partition_fetch_bytes
-        per_node: dict[int, dict[str, list]] = {}
-        offsets: dict[int, dict] = {}
-        states = list(self._assignment.values())
-        if len(states) > 1:
-            self._rotation = (self._rotation + 1) % len(states)
-            states = states[self._rotation:] + states[:self._rotation]
-        in_flight = self._in_flight
-        max_bytes = self._fetch_max_bytes
-        for ps in states:
-            if (ps.position is None or ps.paused or ps.buffered >= _MAX_BUFFERED_FETCHES
-                    or ps.backoff_until > now):
-                continue
-            tp = ps.tp
-            node = snap.leader_for(tp[0], tp[1])
-            if node is None:
-                self._cluster.request_update()
-                continue
-            if node in in_flight:
-                continue
-            offset = ps.fetch_position if ps.fetch_position is not None else ps.position
-            size = ps.fetch_size or default_size
-            if size > max_bytes:
-                max_bytes = size
-            per_node.setdefault(node, {}).setdefault(tp[0], []).append(
-                FetchPartition(tp[1], offset, size, -1))
-            offsets.setdefault(node, {})[tp] = (offset, ps.epoch)
-        for node, topics in per_node.items():
-            request = FetchRequest(max_wait_ms=self._fetch_max_wait_ms,
-                                   min_bytes=self._fetch_min_bytes, max_bytes=max_bytes,
-                                   topics=[FetchTopic(t, ps) for t, ps in topics.items()])
-            try:
-                conn = self._fetch_pool.get(node)
-                if self._registered.get(node) is not conn:
-                    self._register(node, conn)
-                cid = conn.send(request)
-            except KafkaError as exc:
-                log.warning("fetch from broker %d failed: %s", node, exc)
-                self._drop(node)
-                self._backoff(offsets[node], now)
-                self._cluster.request_update()
-                continue
-            in_flight[node] = _FetchInFlight(cid, offsets[node], conn)
-
-    def _register(self, node: int, conn) -> None:
-        self._connections.register(node, conn)
-
-    def _drop(self, node: int) -> None:
-        self._connections.unregister(node)
-        self._in_flight.pop(node, None)
-        self._fetch_pool.drop(node)
-
-    def _backoff(self, offsets: dict, now: float) -> None:
-        for tp in offsets:
-            ps = self._assignment.get(tp)
-            if ps is not None:
-                ps.backoff_until = now + self._retry_backoff
-
-    def _wait(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for fetch responses and handle those that arrive."""
-        if not self._in_flight:
-            time.sleep(max(min(timeout, self._retry_backoff), 0))
-            return
-        now = time.monotonic()
-        wait = timeout
-        for entry in self._in_flight.values():
-            deadline = entry.conn.oldest_deadline()
-            if deadline is not None:
-                wait = min(wait, max(deadline - now, 0))
-        events = self._selector.select(max(wait, 0))
-        for key, _mask in events:
-            self._read(key.data)
-        now = time.monotonic()
-        for node, entry in list(self._in_flight.items()):
-            deadline = entry.conn.oldest_deadline()
-            if deadline is not None and deadline < now:
-                self._read(node)
-
-    def _read(self, node: int) -> None:
-        entry = self._in_flight.get(node)
-        if entry is None:
-            conn = self._registered.get(node)
-            if conn is not None:    # readable with nothing pending: EOF or garbage
-                try:
-                    conn.receive_available()
-                except KafkaError:
-                    self._drop(node)
-            return
-        try:
-            results = entry.conn.receive_available()
-        except KafkaError as exc:
-            log.warning("fetch from broker %d failed: %s", node, exc)
-            self._drop(node)
-            self._backoff(entry.offsets, time.monotonic())
-            self._cluster.request_update()
-            return
-        for _cid, result in results:
-            self._in_flight.pop(node, None)
-            self._handle_fetch_response(entry, result)
-
-    def _handle_fetch_response(self, entry: _FetchInFlight, result) -> None:
-        if isinstance(result, KafkaError) or result.error_code:
-            code = result.code if isinstance(result, KafkaError) else result.error_code
-            for tp, (offset, epoch) in entry.offsets.items():
-                ps = self._assignment.get(tp)
-                if ps is not None and ps.epoch == epoch:
-                    self._partition_error(ps, code if code is not None else -1, offset)
-            return
-        assignment = self._assignment
-        sent = entry.offsets
-        for topic_response in result.responses:
-            topic = topic_response.topic
-            for pr in topic_response.partitions:
-                tp = TopicPartition(topic, pr.partition)
-                info = sent.get(tp)
-                ps = assignment.get(tp)
-                if info is None or ps is None or ps.epoch != info[1]:
-                    continue     # seeked, unassigned or never asked: stale data
-                fetch_offset = info[0]
-                if pr.error_code:
-                    self._partition_error(ps, pr.error_code, fetch_offset)
-                    continue
-                ps.high_watermark = pr.high_watermark
-                ps.log_start_offset = pr.log_start_offset
-                ps.last_stable_offset = pr.last_stable_offset
-                data = pr.records
-                if not data:
-                    continue
-                next_offset, complete, partial = scan_batches(data, fetch_offset)
-                if complete:
-                    ps.fetch_position = next_offset
-                    ps.buffered += 1
-                    self._completed.append(
-                        _CompletedFetch(tp, data, fetch_offset, next_offset, ps.epoch))
-                elif partial:
-                    size = ps.fetch_size or self._max_partition_fetch_bytes
-                    if partial > size:
-                        log.info("%s: a batch of %d bytes at offset %d exceeds the fetch size "
-                                 "%d; fetching it whole", tp, partial, fetch_offset, size)
-                        ps.fetch_size = partial
-                    else:
-                        ps.backoff_until = time.monotonic() + self._retry_backoff
-                else:   # damaged bytes: decoding reports the error to the application
-                    ps.fetch_position = fetch_offset
-                    ps.buffered += 1
-                    self._completed.append(
-                        _CompletedFetch(tp, data, fetch_offset, fetch_offset, ps.epoch))
-
-    def _partition_error(self, ps: _PartitionState, code: int, fetch_offset: int) -> None:
-        exc = errors.for_code(code)
-        tp = ps.tp
-        if isinstance(exc, errors.OffsetOutOfRangeError):
-            policy = self._auto_offset_reset
-            if policy == "none":
-                raise self._out_of_range(tp, fetch_offset)
-            log.info("%s: fetch offset %d is out of range; resetting to %s", tp, fetch_offset,
-                     policy)
-            self._drop_pushback(tp)
-            ps.seek(None, policy)
-            self._needs_reset = True
-            return
-        if exc.retriable or code == errors.UnknownServerError.code:
-            log.debug("%s: fetch error %s; refreshing metadata", tp, exc.name)
-            ps.backoff_until = time.monotonic() + self._retry_backoff
-            self._cluster.request_update()
-            return
-        raise errors.for_code(code, f"fetching {tp} at offset {fetch_offset}: "
-                                    f"{exc.description}")
-
-    def _out_of_range(self, tp: TopicPartition, offset: int) -> KafkaError:
-        try:
-            lo, _ = self._list_offsets_once({tp: EARLIEST_TIMESTAMP})
-            hi, _ = self._list_offsets_once({tp: LATEST_TIMESTAMP})
-            span = f"the log holds offsets [{lo[tp][0]}, {hi[tp][0]})"
-        except (KafkaError, KeyError):
-            span = "the log's range is unknown"
-        err = errors.OffsetOutOfRangeError(
-            f"fetch offset {offset} is out of range for partition {tp}: {span}; "
-            f"auto_offset_reset='none', so seek() to a valid offset")
-        err.partition_offsets = {tp: offset}  # type: ignore[attr-defined]
-        return err
-
-    # --- handing records out ----------------------------------------------------------------
-    def _drain(self, max_records: int | None) -> tuple[list, int]:
-        """Take up to ``max_records`` decoded records as ``[(tp, [records])]``, moving positions."""
-        chunks: list = []
-        n = 0
-        assignment = self._assignment
-        if self._pushback:
-            take = self._pushback if max_records is None else self._pushback[:max_records]
-            self._pushback = [] if max_records is None else self._pushback[max_records:]
-            by_tp: dict = {}
-            for r in take:
-                by_tp.setdefault(TopicPartition(r[0], r[1]), []).append(r)
-            for tp, recs in by_tp.items():
-                ps = assignment.get(tp)
-                if ps is not None:
-                    ps.position = recs[-1][2] + 1
-                    chunks.append((tp, recs))
-                    n += len(recs)
-        completed = self._completed
-        while completed and (max_records is None or n < max_records):
-            cf = completed[0]
-            ps = assignment.get(cf.tp)
-            if ps is None or ps.epoch != cf.epoch:
-                completed.popleft()
-                continue
-            if ps.paused:   # hand nothing out; refetch from the position once resumed
-                completed.popleft()
-                ps.seek(ps.position)
-                continue
-            records = cf.records
-            if records is None:
-                try:
-                    decoded = decode_records(cf.data, cf.tp[0], cf.tp[1], ps.position,
-                                             self._check_crcs, self._key_deserializer,
-                                             self._value_deserializer)
-                except Exception:
-                    completed.popleft()
-                    ps.seek(ps.position)      # refetch (and fail again) unless the app seeks
-                    raise
-                records = cf.records = decoded.records
-                cf.data = None
-            i = cf.index
-            if max_records is None:
-                take = records if i == 0 else records[i:]
-            else:
-                take = records[i:i + max_records - n]
-            if take:
-                cf.index = i + len(take)
-                chunks.append((cf.tp, take))
-                n += len(take)
-                ps.position = take[-1][2] + 1
-            if cf.index >= len(records):
-                completed.popleft()
-                ps.buffered -= 1
-                if cf.next_offset > ps.position:
-                    ps.position = cf.next_offset
-        return chunks, n
-
+    # --- polling ----------------------------------------------------------------------------
     def _poll_chunks(self, timeout: float, max_records: int | None) -> list:
         self._check_open()
         self._settle_iterator()
-        now = time.monotonic()
+        now = self._clock()
         deadline = now + timeout
         self._maybe_auto_commit(now)
+        fetcher = self._fetcher
         looked = False
         while True:
             self._update_metadata()
-            if self._needs_reset:
-                self._reset_positions()
+            if self._subscriptions.needs_reset:
+                fetcher.reset_positions(self._coordinator.committed)
             # pipelining: ask for the next chunk before decoding this one, so the broker reads
             # and ships it while the records are decoded and processed
-            self._send_fetches()
-            chunks, n = self._drain(max_records)
+            fetcher.send_fetches()
+            chunks, n = fetcher.drain(max_records)
             if n:
-                self._send_fetches()      # draining may have made room for another fetch
+                fetcher.send_fetches()      # draining may have made room for another fetch
                 return chunks
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self._clock()
             if remaining <= 0:
-                if looked or not self._in_flight:
+                if looked or not fetcher.in_flight:
                     return []
                 # poll(timeout_ms=0) still reads what has arrived, as kafka-python's does:
                 # one look at the sockets without waiting, then one more drain
                 looked = True
                 remaining = 0
-            self._wait(remaining)
+            fetcher.wait(remaining)
 
     def poll(self, timeout_ms: float = 0, max_records: int | None = None,
              update_offsets: bool = True) -> dict[TopicPartition, list[ConsumerRecord]]:
@@ -939,9 +471,9 @@ class Consumer:
 
     def _message_generator(self):
         try:
-            idle_since = time.monotonic()
+            idle_since = self._clock()
             while not self._closed:
-                remaining = self._consumer_timeout - (time.monotonic() - idle_since)
+                remaining = self._consumer_timeout - (self._clock() - idle_since)
                 if remaining <= 0:
                     return
                 chunks = self._poll_chunks(min(remaining, 1.0), None)
@@ -957,7 +489,7 @@ class Consumer:
                 self._chunk_iter = it
                 yield from it
                 self._chunk_iter = None
-                idle_since = time.monotonic()
+                idle_since = self._clock()
         finally:
             self._chunk_iter = None
             self._iterator = None
@@ -968,18 +500,8 @@ class Consumer:
         if it is None:
             return
         rest = list(it)
-        if not rest:
-            return
-        first: dict = {}
-        for r in rest:
-            key = (r[0], r[1])
-            if key not in first:
-                first[key] = r[2]
-        for key, offset in first.items():
-            ps = self._assignment.get(TopicPartition(*key))
-            if ps is not None and (ps.position is None or offset < ps.position):
-                ps.position = offset
-        self._pushback = rest + self._pushback
+        if rest:
+            self._fetcher.push_back(rest)
 
     # --- lifecycle --------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -992,7 +514,7 @@ class Consumer:
             return
         try:
             self._settle_iterator()
-            if autocommit and self._auto_commit and self._assignment:
+            if autocommit and self._auto_commit and self._subscriptions.assignment:
                 try:
                     self.commit()
                 except KafkaError as exc:
@@ -1002,13 +524,15 @@ class Consumer:
             try:
                 self._coordinator.close()
             finally:
-                self._fetch_pool.close()
-                self._aux_pool.close()
-                self._selector.close()
-                self._cluster.close()
-                close_bootstrap = getattr(self._cluster.bootstrap, "close", None)
-                if close_bootstrap is not None:
-                    close_bootstrap()
+                self._fetcher.close()
+                self._offsets.pool.close()
+                self._close_cluster()
+
+    def _close_cluster(self) -> None:
+        self._cluster.close()
+        close_bootstrap = getattr(self._cluster.bootstrap, "close", None)
+        if close_bootstrap is not None:
+            close_bootstrap()
 
     def __enter__(self) -> Consumer:
         return self
@@ -1017,6 +541,5 @@ class Consumer:
         self.close()
 
     def metrics(self) -> dict:
-        return {"assigned_partitions": len(self._assignment),
-                "buffered_fetches": len(self._completed),
-                "in_flight_fetches": len(self._in_flight)}
+        return {"assigned_partitions": len(self._subscriptions.assignment),
+                **self._fetcher.metrics()}

@@ -29,7 +29,7 @@ from typing import Iterable
 from kafkalite import errors
 from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Coordinator", "InMemoryCoordinator", "make_coordinator"]
+__all__ = ["Coordinator", "InMemoryCoordinator", "consumer_group_options", "make_coordinator"]
 
 
 class Coordinator:
@@ -126,3 +126,30 @@ def make_coordinator(group_id: str | None, zookeeper=None, **options) -> Coordin
 
         return BrokerCoordinator(group_id, **options)
     return InMemoryCoordinator(group_id)
+
+
+def consumer_group_options(group_id, zookeeper, cluster, client_id: str, strategy,
+                           session_timeout_ms: int | None, heartbeat_interval_ms: int,
+                           max_poll_interval_ms: int, group_instance_id: str | None,
+                           request_timeout_ms: int, retry_backoff_ms: int,
+                           default_api_timeout_ms: int, rebalance_max_retries: int,
+                           rebalance_backoff_ms: int, rebalance_debounce_ms: int) -> dict:
+    """``make_coordinator``'s options from a Consumer's settings (kafka-python's names): the
+    ZooKeeper kind's, the broker kind's, or none without a group. The session timeouts default
+    as each generation's did: 6 s for ZooKeeper groups, 10 s for the brokers' coordinator."""
+    if isinstance(strategy, str):
+        strategy = (strategy,)
+    if group_id is None:
+        return {}
+    if zookeeper is not None:
+        return dict(assignor=strategy[0],
+                    session_timeout_ms=6000 if session_timeout_ms is None else session_timeout_ms,
+                    rebalance_max_retries=rebalance_max_retries,
+                    rebalance_backoff_ms=rebalance_backoff_ms,
+                    rebalance_debounce_ms=rebalance_debounce_ms, client_id=client_id)
+    return dict(cluster=cluster, client_id=client_id, assignors=strategy,
+                session_timeout_ms=10000 if session_timeout_ms is None else session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms, group_instance_id=group_instance_id,
+                request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
+                default_api_timeout_ms=default_api_timeout_ms)
