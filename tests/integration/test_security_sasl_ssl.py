@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from kafkalite.protocol.kafka import codec  # noqa: E402
 from kafkalite.testing.cluster import wait_until  # noqa: E402
 
-from security_tools import secure_cluster  # noqa: E402
+from kafkalite.testing.secure_cluster import secure_cluster  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     subprocess.run(["which", "kcat"], capture_output=True).returncode != 0,

@@ -1,7 +1,7 @@
-"""Helpers for the security tests (no test functions here): a kafkalite cluster with a SASL_SSL
-listener beside a PLAINTEXT one, certificates made on the spot (never committed), SCRAM users
-written to ZooKeeper before the brokers start (as Kafka's docs bootstrap the admin user), and
-client settings for kcat and confluent-kafka.
+"""A secured kafkalite cluster for tests and benchmarks: a SASL_SSL listener beside a PLAINTEXT
+one, certificates made on the spot (``security.certificates``; nothing to commit), SCRAM users
+written to ZooKeeper before the brokers start (as Kafka's docs bootstrap the admin user), and the
+client settings for kcat, confluent-kafka and kafkalite's clients.
 
 Each broker listens on ``PLAINTEXT://127.0.0.1:<port>`` (what ``LocalCluster`` probes, and
 unless ``inter_broker`` says otherwise what brokers use between themselves) and
