@@ -101,10 +101,10 @@ class AclAuthorizer:
 
     # --- decisions ------------------------------------------------------------------------------
     def authorize(self, principal: str, host: str, operation: AclOperation,
-                  resource_type: ResourceType, name: str) -> bool:
+                  resource_type: ResourceType, name: str, log_denied: bool = True) -> bool:
         allowed = authorize(self.snapshot, self.settings, principal, host, operation,
                             resource_type, name)
-        if not allowed:
+        if not allowed and log_denied:
             log.info("Principal = %s is Denied Operation = %s from host = %s on resource = "
                      "%s:LITERAL:%s", principal, operation.zk_name, host,
                      resource_type.zk_name, name)

@@ -55,18 +55,20 @@ class RequestAuthz:
         return self.authorizer is not None
 
     def allowed(self, operation: AclOperation, resource_type: ResourceType,
-                name: str = CLUSTER_NAME) -> bool:
+                name: str = CLUSTER_NAME, log_denied: bool = True) -> bool:
         if self.authorizer is None:
             return True
         return self.authorizer.authorize(self.principal, self.host, operation, resource_type,
-                                         name)
+                                         name, log_denied)
 
     def may(self, api_key: int, resource_type: ResourceType, name: str = CLUSTER_NAME,
-            role: str | None = None) -> bool:
-        """May the client do what ``api_key`` does to this resource (``operations``' table)?"""
+            role: str | None = None, log_denied: bool = True) -> bool:
+        """May the client do what ``api_key`` does to this resource (``operations``' table)?
+        ``log_denied=False`` for checks that only filter (Kafka logs those at TRACE)."""
         if self.authorizer is None:
             return True
-        return self.allowed(operation_for(api_key, resource_type, role), resource_type, name)
+        return self.allowed(operation_for(api_key, resource_type, role), resource_type, name,
+                            log_denied)
 
     def split(self, api_key: int, resource_type: ResourceType, names: Iterable[str],
               role: str | None = None) -> tuple[set[str], set[str]]:
@@ -198,10 +200,10 @@ def gate_metadata(authz: RequestAuthz, topics: list[str] | None, exists: Callabl
         return topics, set(), None
     if topics is None:
         return None, set(), lambda name: authz.may(
-            ApiKey.METADATA, ResourceType.TOPIC, name)
+            ApiKey.METADATA, ResourceType.TOPIC, name, log_denied=False)
     allowed, refused = authz.split(ApiKey.METADATA, ResourceType.TOPIC, topics)
-    if auto_create and not authz.may(ApiKey.METADATA, ResourceType.CLUSTER):
-        missing = {t for t in allowed if not exists(t)}
+    missing = {t for t in allowed if not exists(t)} if auto_create else set()
+    if missing and not authz.may(ApiKey.METADATA, ResourceType.CLUSTER, log_denied=False):
         creatable, not_creatable = authz.split(ApiKey.CREATE_TOPICS, ResourceType.TOPIC,
                                                missing)
         refused |= not_creatable
