@@ -41,6 +41,7 @@ class BackgroundProducer:
         self.acknowledged = []      # (key, sequence, partition, offset)
         self.failed = []
         self.sent = 0
+        self.crashed = None         # the exception that ended the producer thread, if any
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -50,6 +51,13 @@ class BackgroundProducer:
         return self
 
     def _run(self):
+        try:
+            self._produce()
+        except BaseException as exc:
+            self.crashed = exc
+            raise
+
+    def _produce(self):
         producer = Producer(bootstrap_servers=self.bootstrap, acks=self.acks, linger_ms=2,
                             retries=1_000_000, retry_backoff_ms=100,
                             request_timeout_ms=5000, delivery_timeout_ms=120000,
@@ -77,6 +85,10 @@ class BackgroundProducer:
             self.failed.append((sequence, exc))
 
     def acked_count(self):
+        """How many records were acknowledged; raises if the producer thread died (so a wait on
+        this count names the cause instead of only timing out)."""
+        if self.crashed is not None:
+            raise RuntimeError(f"the producer thread died: {self.crashed!r}") from self.crashed
         with self._lock:
             return len(self.acknowledged)
 
