@@ -200,14 +200,22 @@ class _Stopped(BaseException):
                    "with --base-port 0, any free port]")
 @click.option("--demo", is_flag=True, help="create a topic, produce and consume a few records")
 @click.option("--exit-after-demo", is_flag=True, help="stop everything once the demo ran")
+@click.option("--security", type=click.Choice(("plaintext", "sasl_ssl")), default="plaintext",
+              show_default=True, help="sasl_ssl: TLS with generated certificates, SCRAM users, "
+              "ACLs, an admin user; prints the client settings (cluster_security)")
 @click.option("--ready-fd", type=int, hidden=True)   # the detached supervisor reports here
 def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, overrides, detach,
-       env_file, start_timeout, with_console, console_port, demo, exit_after_demo, ready_fd):
+       env_file, start_timeout, with_console, console_port, demo, exit_after_demo, security,
+       ready_fd):
     """Start ZooKeeper and N brokers; Ctrl-C (or 'cluster down') stops them all."""
     data_dir = os.path.abspath(data_dir)
     env_file = os.path.abspath(env_file or os.path.join(data_dir, ENVFILE))
     if detach and (demo or exit_after_demo):
         raise click.UsageError("--demo runs in the foreground: leave out --detach")
+    if security != "plaintext" and (demo or with_console):
+        with_console = False       # neither has client credentials yet
+        if demo:
+            raise click.UsageError("--demo runs without credentials: leave out --security")
     os.makedirs(data_dir, exist_ok=True)
     if ready_fd is None:
         _refuse_if_running(data_dir)
@@ -216,7 +224,7 @@ def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, over
                     overrides=overrides, env_file=env_file, start_timeout=start_timeout,
                     console_port=None if not with_console else (
                         console_port if console_port is not None else
-                        0 if base_port == 0 else DEFAULT_CONSOLE_PORT))
+                        0 if base_port == 0 else DEFAULT_CONSOLE_PORT), security=security)
     if detach:
         _launch_detached(**settings)
         return
@@ -224,7 +232,7 @@ def up(num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port, over
 
 
 def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port,
-                     overrides, env_file, start_timeout, console_port) -> None:
+                     overrides, env_file, start_timeout, console_port, security) -> None:
     """Start the supervisor, wait for its one-line report, print the exports."""
     read_end, write_end = os.pipe()
     # -P: never import from the cwd (the data dir)
@@ -232,7 +240,7 @@ def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync
              "--data-dir", data_dir, "--zk-port", str(zk_port), "--base-port", str(base_port),
              "--zk-force-sync" if zk_force_sync else "--no-zk-force-sync",
              "--env-file", env_file, "--timeout", str(start_timeout),
-             "--ready-fd", str(write_end)]
+             "--security", security, "--ready-fd", str(write_end)]
     if zookeeper:
         argv += ["--zookeeper", zookeeper]
     argv += (["--no-console"] if console_port is None
@@ -282,6 +290,8 @@ def _launch_detached(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync
                f"{proc.pid}, log {log_path}", err=True)
     if report.get("console_url"):
         click.echo(f"console: {report['console_url']}", err=True)
+    if report.get("client_settings"):
+        click.echo(report["client_settings"], err=True)
     click.echo(f"settings in {env_file}; stop it with: kafkalite cluster down --data-dir "
                f"{data_dir}", err=True)
 
@@ -329,11 +339,12 @@ def _tail(path: str, n: int) -> str:
 
 def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, base_port,
                  overrides, env_file, start_timeout, console_port, demo, exit_after_demo,
-                 ready_fd) -> None:
+                 ready_fd, security="plaintext") -> None:
     """Start everything, report, run until a stop signal, stop everything (the owner)."""
     from rich.console import Console
 
     from kafkalite.cli.cluster_restart import restart_requested_brokers
+    from kafkalite.cli.cluster_security import client_settings, secure_local_cluster
     from kafkalite.config import parse_overrides
     from kafkalite.testing.cluster import ClusterError, LocalCluster
     from kafkalite.testing.zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
@@ -390,6 +401,9 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
                                    overrides=parse_overrides(overrides),
                                    base_port=base_port or None, start_timeout_s=start_timeout,
                                    die_with_parent=BROKER_DEATH_SIGNAL)
+            secured = None
+            if security != "plaintext":
+                secured = secure_local_cluster(cluster, data_dir, zookeeper)
             cluster.spawn()
             for broker in cluster.brokers.values():
                 pidfile.add("broker", broker.process.pid, broker.port,
@@ -405,7 +419,7 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
             starting["now"] = False
             report({"ok": False, "error": str(exc)})
             raise CliError(str(exc)) from None
-        bootstrap = cluster.bootstrap_servers
+        bootstrap = secured.bootstrap if secured else cluster.bootstrap_servers
         _write_atomically(env_file, "".join(f"{name}={value}\n"
                                             for name, value in _env_lines(bootstrap, zookeeper)))
         wrote_env = True
@@ -414,6 +428,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
             console.print(f"broker {broker.broker_id}    [bold]{broker.address}[/] "
                           f"(data: {broker.log_dir}, log: {broker.log_path})")
         console.print(f"controller  broker {cluster.controller_id()}")
+        if secured:
+            console.print(client_settings(secured), markup=False, highlight=False)
         if console_port is not None:
             from kafkalite.console.launcher import start_beside_cluster
 
@@ -426,7 +442,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
             click.echo(f"KAFKALITE_BOOTSTRAP_SERVER={bootstrap}")
             click.echo(f"KAFKALITE_ZOOKEEPER={zookeeper}")
         report({"ok": True, "bootstrap_servers": bootstrap, "zookeeper": zookeeper,
-                "pid": os.getpid(), "env_file": env_file, "console_url": console_url})
+                "pid": os.getpid(), "env_file": env_file, "console_url": console_url,
+                "client_settings": client_settings(secured) if secured else None})
         if demo:
             from kafkalite.cli.demo import run_demo
 
