@@ -16,8 +16,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.testing.cluster import request, wait_until
 from kafkalite.zk import ZkClient
 
-from jepsen_checks import acknowledged_problems, replica_divergence
-from replication_tools import BackgroundProducer, create_topic
+from replication_tools import BackgroundProducer, create_topic, jepsen_problems
 
 pytestmark = pytest.mark.system
 
@@ -75,9 +74,7 @@ def test_zombie_controller_changes_nothing(kafkalite_cluster_factory):
 
         assert not producer.failed or all("NOT_ENOUGH" in str(e) or "imed out" in str(e)
                                           or "NOT_LEADER" in str(e) for _s, e in producer.failed)
-        problems = acknowledged_problems(cluster.bootstrap_servers, TOPIC, PARTITIONS,
-                                         producer.acknowledged)
-        problems += replica_divergence(cluster, TOPIC, PARTITIONS)
+        _records, problems = jepsen_problems(cluster, TOPIC, PARTITIONS, producer.acknowledged)
         assert not problems, "\n".join(problems[:20])
     finally:
         zk.stop()
