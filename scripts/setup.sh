@@ -50,6 +50,10 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # (Selenium from the test extra; no browser download)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+# network namespaces and nftables: the fault tests cut links between brokers and ZooKeeper
+# (kafkalite.testing.faults; they skip, saying why, where they cannot run)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
