@@ -14,12 +14,20 @@ What it sets up, in ``<data-dir>/security/``:
   list.
 
 ``client_settings`` prints what kcat, confluent-kafka and kafkalite's own tools need.
+
+The compose file's ``secure`` profile runs the same preparation in a one-shot container::
+
+    python -m kafkalite.cli.cluster_security DIR ZOOKEEPER HOST[,HOST...]
+
+(certificates for those host names in DIR, the admin user in ZOOKEEPER with the password in
+KAFKALITE_ADMIN_PASSWORD; existing certificates are kept, so a restart changes nothing).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import sys
 from dataclasses import dataclass
 
 __all__ = ["SECURITY_CHOICES", "SecureSetup", "secure_local_cluster", "client_settings"]
@@ -42,19 +50,49 @@ def _jaas(password: str) -> str:
             f'username="admin" password="{password}";')
 
 
+def make_certificates(directory: str, hosts=("127.0.0.1", "localhost")) -> tuple[str, str]:
+    """(CA certificate path, broker keystore path) in ``directory``; kept when already there."""
+    from kafkalite.security.certificates import make_ca, make_certificate
+
+    ca_path, keystore = os.path.join(directory, "ca.pem"), os.path.join(directory, "broker.pem")
+    if not (os.path.exists(ca_path) and os.path.exists(keystore)):
+        ca = make_ca(directory, common_name="kafkalite cluster CA")
+        make_certificate(ca, directory, "broker", tuple(hosts))
+    return ca_path, keystore
+
+
+def write_admin(zookeeper: str, password: str) -> None:
+    """The admin user's SCRAM credentials in ZooKeeper (before any broker needs them)."""
+    from kafkalite.security.scram import credential_to_string, make_credential
+    from kafkalite.zk.credentials import UserConfigZkStore
+    from kafkalite.zk.znode_acls import secure_zk_client
+
+    zk = secure_zk_client(zookeeper, session_timeout_ms=10000).start()
+    try:
+        UserConfigZkStore(zk).alter("admin", {
+            m: credential_to_string(make_credential(m, password))
+            for m in ("SCRAM-SHA-256", MECHANISM)})
+    finally:
+        zk.stop()
+
+
+def write_admin_properties(directory: str, password: str, ca_path: str) -> str:
+    path = os.path.join(directory, "admin.properties")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(f"security.protocol=SASL_SSL\nsasl.mechanism={MECHANISM}\n"
+                f"sasl.jaas.config={_jaas(password)}\nssl.truststore.location={ca_path}\n")
+    return path
+
+
 def secure_local_cluster(cluster, data_dir: str, zookeeper: str) -> SecureSetup:
     """Make certificates and the admin user, and turn ``cluster`` (a LocalCluster not yet
     spawned) into a SASL_SSL one: each broker's configured port becomes its SASL_SSL listener and
     a free loopback port its PLAINTEXT probe listener (what LocalCluster waits on)."""
-    from kafkalite.security.certificates import make_ca, make_certificate
-    from kafkalite.security.scram import credential_to_string, make_credential
     from kafkalite.testing.ports import free_port
-    from kafkalite.zk.credentials import UserConfigZkStore
-    from kafkalite.zk.znode_acls import secure_zk_client
 
     directory = os.path.join(data_dir, "security")
-    ca = make_ca(directory, common_name="kafkalite cluster up CA")
-    keystore = make_certificate(ca, directory, "broker").keystore_path
+    os.makedirs(directory, exist_ok=True)
+    ca_path, keystore = make_certificates(directory)
     password_file = os.path.join(directory, "admin.password")
     if os.path.exists(password_file):          # a restart keeps the admin's password
         with open(password_file) as f:
@@ -63,13 +101,7 @@ def secure_local_cluster(cluster, data_dir: str, zookeeper: str) -> SecureSetup:
         password = secrets.token_urlsafe(18)
         with open(os.open(password_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(password + "\n")
-    zk = secure_zk_client(zookeeper, session_timeout_ms=10000).start()
-    try:
-        UserConfigZkStore(zk).alter("admin", {
-            m: credential_to_string(make_credential(m, password))
-            for m in ("SCRAM-SHA-256", MECHANISM)})
-    finally:
-        zk.stop()
+    write_admin(zookeeper, password)
     secure_ports = []
     for broker in cluster.brokers.values():
         secure_port = broker.port
@@ -85,16 +117,13 @@ def secure_local_cluster(cluster, data_dir: str, zookeeper: str) -> SecureSetup:
             "sasl.enabled.mechanisms": f"{MECHANISM},SCRAM-SHA-256",
             f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": _jaas(password),
             "ssl.keystore.location": keystore,
-            "ssl.truststore.location": ca.cert_path,
+            "ssl.truststore.location": ca_path,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:admin",
         })
     bootstrap = ",".join(f"127.0.0.1:{port}" for port in secure_ports)
-    properties = os.path.join(directory, "admin.properties")
-    with open(os.open(properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write(f"security.protocol=SASL_SSL\nsasl.mechanism={MECHANISM}\n"
-                f"sasl.jaas.config={_jaas(password)}\nssl.truststore.location={ca.cert_path}\n")
-    return SecureSetup(directory, ca.cert_path, password, properties, bootstrap)
+    properties = write_admin_properties(directory, password, ca_path)
+    return SecureSetup(directory, ca_path, password, properties, bootstrap)
 
 
 def client_settings(setup: SecureSetup) -> str:
@@ -112,3 +141,26 @@ def client_settings(setup: SecureSetup) -> str:
         f"kafkalite   kafkalite acls --bootstrap-server {setup.bootstrap} --command-config "
         f"{setup.admin_properties} --list",
     ])
+
+
+def main(argv: list[str]) -> int:
+    """The compose file's one-shot setup: certificates, the admin user, admin.properties."""
+    if len(argv) != 3:
+        print("usage: python -m kafkalite.cli.cluster_security DIR ZOOKEEPER HOST[,HOST...]",
+              file=sys.stderr)
+        return 2
+    directory, zookeeper, hosts = argv
+    password = os.environ.get("KAFKALITE_ADMIN_PASSWORD", "")
+    if not password:
+        print("set KAFKALITE_ADMIN_PASSWORD: the admin user's password", file=sys.stderr)
+        return 2
+    os.makedirs(directory, exist_ok=True)
+    ca_path, _ = make_certificates(directory, tuple(h for h in hosts.split(",") if h))
+    write_admin(zookeeper, password)
+    print(f"security ready in {directory}: CA {ca_path}, admin properties "
+          f"{write_admin_properties(directory, password, ca_path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
