@@ -7,7 +7,8 @@
 #   3. the stand-in base images python:3.11-slim and zookeeper:3.8 when missing (cached in the
 #      data root; docker/standin/build.sh)
 #   4. pytest -m docker tests/system/test_docker*.py (builds kafkalite's images, runs the compose
-#      cluster, kills a broker, tears down; it prints its own step timings)
+#      cluster, kills a broker, runs the Spark pipeline service and compares its window totals
+#      exactly with totals computed from its input, tears down; it prints its own step timings)
 #
 # Each step prints its time. Extra arguments go to pytest. PYTHON (default: .venv/bin/python, made
 # by scripts/setup.sh when missing) must have kafkalite installed with its test extra.

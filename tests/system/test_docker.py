@@ -11,7 +11,9 @@ as users run them (ZooKeeper + 3 brokers, two listeners each), driven from this 
 5. the leader of a partition is killed (``docker kill``) under acks=all load: leadership moves and
    every acknowledged record is still there; the broker restarts and rejoins the ISR
 6. the ``pipeline`` service (profile "pipeline", the Spark image) generates payments and runs the
-   Spark pipeline against the cluster; its totals are read back from the host
+   Spark pipeline against the cluster; the window totals it wrote to the topic are read back from
+   the host and compared, exactly, with totals computed here from the payments it read
+   (tests/system/pipeline_reference.py)
    (KAFKALITE_DOCKER_PIPELINE=0 leaves the Spark image and this step out)
 7. ``docker-compose down -v``, and the engine is stopped if this test started it
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -30,6 +33,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pipeline_reference import differences, expected_totals, written_totals
 
 pytestmark = [pytest.mark.docker, pytest.mark.system, pytest.mark.slow,
               pytest.mark.timeout(1500)]
@@ -229,8 +233,9 @@ def compose_cluster(docker_engine, images, timings, request):
     if command is None:
         pytest.fail("neither docker-compose nor `docker compose` is installed "
                     "(apt-get install docker-compose)")
-    zk_port, *broker_ports = free_ports(4)
+    zk_port, console_port, *broker_ports = free_ports(5)
     env = dict(os.environ, KAFKALITE_ZOOKEEPER_PORT=str(zk_port),
+               KAFKALITE_CONSOLE_PORT=str(console_port),
                KAFKALITE_IMAGE=images,
                **{f"KAFKALITE_BROKER{i}_PORT": str(p) for i, p in enumerate(broker_ports, 1)})
     env.pop("KAFKALITE_EXTERNAL_HOST", None)  # the compose file's default: localhost
@@ -261,10 +266,10 @@ def test_compose_file_is_valid():
     if command is None:
         pytest.skip("neither docker-compose nor `docker compose` is installed")
     run([*command, "-f", COMPOSE_FILE, "config", "-q"], timeout=60)
-    # the pipeline service is there, under its profile
+    # the web console, and the pipeline service under its profile
     services = run([*command, "-f", COMPOSE_FILE, "--profile", "pipeline", "config",
                     "--services"], timeout=60).stdout.split()
-    assert set(services) == {*SERVICES, "pipeline"}
+    assert set(services) == {*SERVICES, "console", "pipeline"}
 
 
 def _describe(admin, topic):
@@ -408,43 +413,82 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
                 out = compose("--profile", "pipeline", "run", "--rm", "pipeline", timeout=900)
                 timings.line("[docker-test] pipeline: " + " | ".join(
                     line.strip() for line in out.stdout.splitlines()
-                    if line.strip().startswith(("batch", "processed")))[:600])
-                totals = _describe(admin, "payer-totals")
-                written = _consume_all(bootstrap, "payer-totals", totals)
-                assert written, "the pipeline wrote no totals to the topic payer-totals"
-                payments = _consume_all(bootstrap, "payments", _describe(admin, "payments"))
-                assert len(payments) == 1000
+                    if "] batch " in line or line.startswith("processed"))[:600])
+                _check_pipeline_totals(admin, bootstrap, out.stdout, timings)
     finally:
         admin.close()
 
 
-def _produce_while(bootstrap: str, action, before_s: float = 1.0, after_s: float = 8.0):
-    """Produce (acks=all) from a thread; run ``action`` after ``before_s``, keep producing for
-    ``after_s`` more. Returns ({(partition, offset): value} acknowledged, number not acked)."""
+def _check_pipeline_totals(admin, bootstrap: str, output: str, timings) -> None:
+    """The totals the pipeline wrote to payer-totals equal the ones computed here from the
+    payments it read (pipeline_reference: plain Python, neither Spark nor the pipeline's code)."""
+    payments = [json.loads(v) for v in
+                _consume_all(bootstrap, "payments", _describe(admin, "payments")).values()]
+    assert len({p["id"] for p in payments}) == 1000, "the pipeline should generate 1000 payments"
+    # the reference assumes one micro-batch read all of them (so none was late)
+    first = re.search(r"\[payer_totals_to_kafkalite\] batch 0: (\d+) input rows", output)
+    assert first and int(first.group(1)) == len(payments), (
+        f"the kafkalite sink's first micro-batch did not read all {len(payments)} payments: "
+        f"{first.group(0) if first else 'no batch 0 line'}")
+    expected = expected_totals(payments)
+    assert len(expected) >= 6, f"too few closed windows to compare: {expected}"
+    records = _consume_all(bootstrap, "payer-totals", _describe(admin, "payer-totals"))
+    written, problems = written_totals(records.values())
+    assert not problems, problems[:5]
+    assert written == expected, (f"{len(written)} window totals written, {len(expected)} "
+                                 f"expected; differences: {differences(expected, written)}")
+    timings.line(f"[docker-test] pipeline: {len(written)} window totals (from {len(records)} "
+                 f"records) equal the reference computed from the {len(payments)} payments; "
+                 f"{sum(c for c, _n in written.values()) / 100:,.2f} USD in "
+                 f"{sum(n for _c, n in written.values())} payments")
+
+
+def _produce_while(bootstrap: str, action, before: int = 200, after: int = 1000):
+    """Produce (acks=all) from a thread, at most 200 records unacknowledged; run ``action`` once
+    ``before`` records are acknowledged, and keep producing until ``after`` more are. Returns
+    ({(partition, offset): value} acknowledged, number not acknowledged)."""
     from kafkalite.client import Producer
 
     stop = threading.Event()
+    changed = threading.Condition()
     futures = []
+    done = {"acked": 0, "failed": 0}
+
+    def settled(key):
+        def count(_result):
+            with changed:
+                done[key] += 1
+                changed.notify_all()
+        return count
 
     def produce():
         with Producer(bootstrap_servers=bootstrap, acks="all", retries=1000,
                       linger_ms=5) as producer:
             i = 0
             while not stop.is_set():
+                with changed:
+                    changed.wait_for(lambda: stop.is_set() or
+                                     len(futures) - done["acked"] - done["failed"] < 200, 1)
                 value = f"load-{i}".encode()
-                futures.append((value, producer.send(TOPIC, key=f"load-{i}".encode(),
-                                                     value=value)))
+                future = producer.send(TOPIC, key=value, value=value)
+                future.add_callback(settled("acked")).add_errback(settled("failed"))
+                futures.append((value, future))
                 i += 1
-                time.sleep(0.005)
             producer.flush(60)
 
     thread = threading.Thread(target=produce, name="docker-test-producer", daemon=True)
     thread.start()
-    time.sleep(before_s)
-    action()
-    time.sleep(after_s)
-    stop.set()
-    thread.join(120)
+    try:
+        wait_until(lambda: done["acked"] >= before, 60, f"{before} records acknowledged")
+        action()
+        at_action = done["acked"]
+        wait_until(lambda: done["acked"] >= at_action + after, 120,
+                   f"{after} more records acknowledged after the action")
+    finally:
+        stop.set()
+        with changed:
+            changed.notify_all()
+        thread.join(120)
     assert not thread.is_alive(), "the producer did not finish within 120 s"
     acked, failed = {}, 0
     for value, future in futures:
