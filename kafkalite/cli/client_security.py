@@ -10,6 +10,10 @@ friends take) as kafkalite client keyword arguments, so the same file works for 
 
 librdkafka's spellings are taken too (``sasl.username``, ``sasl.password``,
 ``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``).
+
+``KAFKALITE_COMMAND_CONFIG=FILE`` in the environment gives every subcommand that talks to brokers
+(topics, produce, consume, groups, configs, acls ...) the same settings, as Kafka's
+``--command-config`` / ``--producer.config`` / ``--consumer.config`` do one tool at a time.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ import click
 
 from kafkalite.cli.options import CliError
 
-__all__ = ["command_config_option", "security_from_properties", "load_command_config"]
+__all__ = ["command_config_option", "security_from_properties", "load_command_config",
+           "environment_security", "COMMAND_CONFIG_ENV"]
+
+COMMAND_CONFIG_ENV = "KAFKALITE_COMMAND_CONFIG"
 
 command_config_option = click.option(
-    "--command-config", "command_config", envvar="KAFKALITE_COMMAND_CONFIG",
+    "--command-config", "command_config", envvar=COMMAND_CONFIG_ENV,
     type=click.Path(exists=True, dir_okay=False),
     help="client properties file: security.protocol, sasl.mechanism, sasl.jaas.config, "
          "ssl.truststore.location, zookeeper.auth.digest (env KAFKALITE_COMMAND_CONFIG)")
@@ -76,3 +83,16 @@ def load_command_config(path: str | None) -> tuple[dict, str | None]:
         return security_from_properties(read_properties(path))
     except ConfigError as exc:
         raise CliError(str(exc), exit_code=2) from None
+
+
+def environment_security() -> dict:
+    """Client keyword arguments from ``KAFKALITE_COMMAND_CONFIG`` ({} when it is unset); its
+    zookeeper.auth.digest becomes the ZooKeeper identity of this process's ZooKeeper clients."""
+    import os
+
+    from kafkalite.zk.znode_acls import DIGEST_ENV
+
+    kwargs, digest = load_command_config(os.environ.get(COMMAND_CONFIG_ENV))
+    if digest and not os.environ.get(DIGEST_ENV):
+        os.environ[DIGEST_ENV] = digest
+    return kwargs

@@ -176,7 +176,10 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
     consumer = None
     try:
         with _sigterm_stops():
-            consumer = Consumer(bootstrap_servers=bootstrap_server, **settings)
+            from kafkalite.cli.client_security import environment_security
+
+            consumer = Consumer(bootstrap_servers=bootstrap_server,   # + KAFKALITE_COMMAND_CONFIG
+                                **{**environment_security(), **settings})
             _assign(consumer, topic, include, partition, seek_to, from_beginning)
             _loop(consumer, formatter, out, max_messages, timeout_ms, progress)
     except KeyboardInterrupt:

@@ -270,8 +270,11 @@ def admin_client(bootstrap, zookeeper: str | None = None, *, defaulted: bool = F
     ``Endpoints`` (then ``zookeeper`` is its optional ZooKeeper unless given). With
     ``connect_zookeeper`` the session opens at once, so a wrong address fails here with a hint."""
     from kafkalite import errors
+    from kafkalite.cli.client_security import environment_security
     from kafkalite.client.admin import AdminClient
 
+    if not any(k.startswith(("security_", "ssl_", "sasl_")) for k in kwargs):
+        kwargs.update(environment_security())      # KAFKALITE_COMMAND_CONFIG, when set
     endpoints = None
     zookeeper_for = None
     if isinstance(bootstrap, Endpoints):

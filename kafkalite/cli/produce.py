@@ -137,6 +137,9 @@ def command(topic, properties, acks, compression_type, linger_ms, sync, producer
         if failures["count"] <= MAX_REPORTED_ERRORS:
             click.echo(f"error: sending a record to topic {topic} failed: {exc}", err=True)
 
+    from kafkalite.cli.client_security import environment_security
+
+    settings = {**environment_security(), **settings}     # KAFKALITE_COMMAND_CONFIG, if set
     try:
         producer = Producer(bootstrap_server, **settings)
     except KafkaError as exc:
