@@ -20,7 +20,7 @@ import logging
 import os
 from typing import Any
 
-from kazoo.exceptions import KazooException, NoAuthError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from zk_schema import secure_paths
@@ -90,6 +90,8 @@ def secure_persistent_paths(zk: ZkClient, set_acl: bool) -> None:
             current, _stat = kazoo.get_acls(path)
             if list(current) != list(acl):
                 kazoo.set_acls(path, acl)
+        except NoNodeError:
+            continue
         except NoAuthError:
             log.warning("cannot set the ACL of %s: another ZooKeeper identity owns it", path)
         except KazooException as exc:
