@@ -117,6 +117,30 @@ ASSIGNORS: dict[str, Callable[..., Assignment]] = {
 }
 
 
+#: Kafka's assignor class names, for users who bring their Java settings along
+_ALIASES = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.StickyAssignor": "sticky",
+    "RangeAssignor": "range", "RoundRobinAssignor": "roundrobin", "StickyAssignor": "sticky",
+}
+
+def assignor_names(strategy) -> list[str]:
+    """``partition_assignment_strategy`` (a name or a list of them, Kafka's class names
+    accepted) as Kafka's protocol names; ValueError for an unknown one."""
+    if isinstance(strategy, str):
+        strategy = [strategy]
+    names = []
+    for item in strategy:
+        name = _ALIASES.get(item, item)
+        get_assignor(name)            # ValueError naming the choices
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("partition_assignment_strategy is empty")
+    return names
+
+
 def get_assignor(name: str) -> Callable[..., Assignment]:
     try:
         return ASSIGNORS[name]

@@ -37,6 +37,11 @@ consumers driven from one thread rebalance together. Commits and offset fetches 
 Three connections to the coordinator: one for JoinGroup/SyncGroup (their answers wait for the
 other members, and a connection answers in order), one for commits, offset fetches and
 LeaveGroup, and the heartbeat thread's own.
+
+The class is cut in three files: this one (the interface and the join/sync state machine),
+``broker_coordinator_link`` (finding the coordinator, connections to it, commits and offset
+fetches) and ``broker_coordinator_heartbeat`` (the heartbeat thread); their state is this
+object's, guarded by its ``_cv``. ``clock``/``sleep`` are injectable for tests.
 """
 
 from __future__ import annotations
@@ -44,15 +49,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Iterable
 
 from kafkalite import errors
 from kafkalite.client import consumer_protocol
-from kafkalite.client.assignors import get_assignor
+from kafkalite.client.assignors import assignor_names, get_assignor
+from kafkalite.client.broker_coordinator_heartbeat import Heartbeats
+from kafkalite.client.broker_coordinator_link import (
+    _JOINING,
+    _STABLE,
+    _SYNCING,
+    _UNJOINED,
+    COORDINATOR_GONE,
+    CoordinatorLink,
+    CoordinatorLost,
+)
 from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID, BrokerConnection
 from kafkalite.client.coordinator import Coordinator
-from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
+from kafkalite.client.structs import TopicPartition
 from kafkalite.errors import KafkaError
 from kafkalite.protocol import messages as m
 
@@ -60,52 +74,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BrokerCoordinator", "assignor_names"]
 
-#: Kafka's assignor class names, for users who bring their Java settings along
-_ALIASES = {
-    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
-    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
-    "org.apache.kafka.clients.consumer.StickyAssignor": "sticky",
-    "RangeAssignor": "range", "RoundRobinAssignor": "roundrobin", "StickyAssignor": "sticky",
-}
-
-_UNJOINED, _JOINING, _SYNCING, _STABLE = "UNJOINED", "JOINING", "SYNCING", "STABLE"
-
-_COORDINATOR_GONE = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
-_RETRIABLE = _COORDINATOR_GONE | {errors.CoordinatorLoadInProgressError.code}
-
-_COMMIT_FAILED = ("Commit cannot be completed since the group has already rebalanced and "
-                  "assigned the partitions to another member. This means that the time between "
-                  "subsequent calls to poll() was longer than the configured "
-                  "max_poll_interval_ms, which typically implies that the poll loop is spending "
-                  "too much time message processing. You can address this either by increasing "
-                  "max_poll_interval_ms or by reducing the maximum size of batches returned in "
-                  "poll() with max_poll_records.")
-_COMMIT_REBALANCING = ("Offset commit cannot be completed since the consumer is undergoing a "
-                       "rebalance for auto partition assignment. You can try completing the "
-                       "rebalance by calling poll() and then retry the operation.")
-
-
-def assignor_names(strategy) -> list[str]:
-    """``partition_assignment_strategy`` (a name or a list of them, Kafka's class names
-    accepted) as Kafka's protocol names; ValueError for an unknown one."""
-    if isinstance(strategy, str):
-        strategy = [strategy]
-    names = []
-    for item in strategy:
-        name = _ALIASES.get(item, item)
-        get_assignor(name)            # ValueError naming the choices
-        if name not in names:
-            names.append(name)
-    if not names:
-        raise ValueError("partition_assignment_strategy is empty")
-    return names
-
-
-class _CoordinatorLost(Exception):
-    """Internal: the coordinator is unknown or unreachable now; retry after a backoff."""
-
-
-class BrokerCoordinator(Coordinator):
+class BrokerCoordinator(CoordinatorLink, Heartbeats, Coordinator):
     """A consumer's membership in a broker-coordinated group; see the module doc."""
 
     def __init__(self, group_id: str, cluster: ClusterMetadata | None = None, *,
@@ -114,7 +83,7 @@ class BrokerCoordinator(Coordinator):
                  heartbeat_interval_ms: int = 3000, max_poll_interval_ms: int = 300000,
                  group_instance_id: str | None = None, request_timeout_ms: int = 30000,
                  retry_backoff_ms: int = 100, default_api_timeout_ms: int = 60000,
-                 clock=time.monotonic):
+                 clock=time.monotonic, sleep=time.sleep):
         if not isinstance(group_id, str) or not group_id:
             raise errors.ConfigError(f"group_id must be a non-empty string, got {group_id!r}")
         if heartbeat_interval_ms >= session_timeout_ms:
@@ -135,7 +104,8 @@ class BrokerCoordinator(Coordinator):
         self._request_timeout_ms = request_timeout_ms
         self._backoff_s = retry_backoff_ms / 1000
         self._api_timeout_s = default_api_timeout_ms / 1000
-        self._clock = clock
+        self._clock = clock            # member and heartbeat timing (tests pass a fake one)
+        self._sleep = sleep            # between retries of commits and offset fetches
         self._own_cluster = cluster is None
         self._cluster = cluster if cluster is not None else ClusterMetadata(
             bootstrap_servers or "localhost:9092", client_id=self.client_id,
@@ -211,52 +181,6 @@ class BrokerCoordinator(Coordinator):
         new = self._advance()
         return new if new is not None else result
 
-    def committed(self, tps: Iterable[TopicPartition]) -> dict:
-        tps = [TopicPartition(*tp) for tp in tps]
-        if not tps:
-            return {}
-        by_topic: dict[str, list[int]] = {}
-        for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        request = m.OffsetFetchRequest(group_id=self.group_id, topics=[
-            m.OffsetFetchTopic(t, sorted(set(ps))) for t, ps in by_topic.items()])
-        response = self._request_coordinator(request, "fetching committed offsets",
-                                             lambda r: _offset_fetch_error(r))
-        found = {}
-        for t in response.topics:
-            for p in t.partitions:
-                found[TopicPartition(t.topic, p.partition)] = p
-        out = {}
-        for tp in tps:
-            p = found.get(tp)
-            out[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "")
-                       if p is not None and p.committed_offset >= 0 else None)
-        return out
-
-    def commit(self, offsets: dict) -> None:
-        plain: dict[str, list[m.OffsetCommitPartition]] = {}
-        for tp, value in offsets.items():
-            if isinstance(value, OffsetAndMetadata):
-                offset, metadata = value.offset, value.metadata
-            else:
-                offset, metadata = int(value), ""
-            plain.setdefault(tp[0], []).append(m.OffsetCommitPartition(int(tp[1]), offset, -1,
-                                                                       metadata or ""))
-        if not plain:
-            return
-        with self._cv:
-            if self._topics:                  # group management: commit in our generation
-                if self.generation_id < 0 or self._state != _STABLE:
-                    raise errors.RebalanceInProgressError(_COMMIT_REBALANCING)
-                generation, member = self.generation_id, self.member_id
-            else:                             # manually assigned partitions
-                generation, member = -1, ""
-        request = m.OffsetCommitRequest(
-            group_id=self.group_id, generation_id=generation, member_id=member,
-            group_instance_id=self.group_instance_id if member else None,
-            topics=[m.OffsetCommitTopic(t, ps) for t, ps in plain.items()])
-        self._request_coordinator(request, "committing offsets", self._commit_error)
-
     def close(self) -> None:
         if self._closed:
             return
@@ -328,147 +252,6 @@ class BrokerCoordinator(Coordinator):
         snap = self._cluster.snapshot
         self._counts = {t: len(snap.topics.get(t, ())) for t in topics}
 
-    # --- the coordinator and connections to it ------------------------------------------------
-    def _lookup(self, pool) -> tuple[int, str, int] | None:
-        """One FindCoordinator to a broker; the address, or None to retry later."""
-        snap = self._cluster.snapshot
-        if not snap.brokers:
-            try:
-                snap = self._cluster.refresh()
-            except KafkaError as exc:
-                log.info("group %s: no cluster metadata yet (%s)", self.group_id, exc)
-                return None
-        request = m.FindCoordinatorRequest(key=self.group_id)
-        for node in sorted(snap.brokers, key=lambda n: (pool.peek(n) is None, n)):
-            try:
-                response = pool.get(node).request(request)
-            except KafkaError as exc:
-                if not exc.retriable and not isinstance(exc, errors.NetworkError):
-                    raise
-                pool.drop(node)
-                continue
-            if response.error_code == 0:
-                return response.node_id, response.host, response.port
-            if response.error_code in _RETRIABLE:
-                log.debug("group %s: FindCoordinator answered %s", self.group_id,
-                          errors.for_code(response.error_code).name)
-                return None
-            raise errors.for_code(response.error_code,
-                                  f"finding the coordinator of group {self.group_id}: "
-                                  f"{response.error_message or ''}".rstrip(": "))
-        self._cluster.request_update()
-        return None
-
-    def _known_coordinator(self, pool) -> tuple[int, tuple[int, str, int]] | None:
-        with self._cv:
-            if self._coordinator is not None:
-                return self._coordinator_epoch, self._coordinator
-            epoch = self._coordinator_epoch
-        found = self._lookup(pool)
-        if found is None:
-            return None
-        with self._cv:
-            if self._coordinator is None and self._coordinator_epoch == epoch:
-                self._coordinator = found
-                self._coordinator_epoch += 1
-                # while leadership moves, brokers still name the dead one for a while
-                level = logging.DEBUG if found == self._last_found else logging.INFO
-                self._last_found = found
-                log.log(level, "group %s: discovered coordinator %s:%d (id %d)", self.group_id,
-                        found[1], found[2], found[0])
-            return self._coordinator_epoch, self._coordinator
-
-    def _coordinator_dead(self, epoch: int, why: str) -> None:
-        with self._cv:
-            if self._coordinator_epoch == epoch and self._coordinator is not None:
-                level = logging.DEBUG if self._coordinator == self._last_dead else logging.INFO
-                self._last_dead = self._coordinator
-                log.log(level, "group %s: coordinator %s:%d (id %d) is unavailable or invalid "
-                        "(%s); will look it up again", self.group_id, self._coordinator[1],
-                        self._coordinator[2], self._coordinator[0], why)
-                self._coordinator = None
-                self._coordinator_epoch += 1
-
-    def _connection(self, kind: str, timeout_ms: int) -> tuple[int, BrokerConnection]:
-        """The calling (user) thread's connection ``kind`` to the coordinator; _CoordinatorLost
-        when it is unknown (after one lookup)."""
-        if self._pool is None:
-            self._pool = self._cluster.pool()
-        known = self._known_coordinator(self._pool)
-        if known is None:
-            raise _CoordinatorLost("coordinator not available")
-        epoch, (node_id, host, port) = known
-        held = self._conns.get(kind)
-        if held is not None and held[0] == epoch and not held[1].dead:
-            return held
-        if held is not None:
-            held[1].close()
-        try:
-            conn = BrokerConnection(host, port, client_id=self.client_id,
-                                    request_timeout_ms=timeout_ms, node_id=node_id,
-                                    security=self._cluster.security)
-        except KafkaError as exc:
-            self._coordinator_dead(epoch, str(exc))
-            raise _CoordinatorLost(str(exc)) from None
-        self._conns[kind] = (epoch, conn)
-        return epoch, conn
-
-    def _request_coordinator(self, request, what: str, check):
-        """Send ``request`` to the coordinator and wait, retrying coordinator moves, loading
-        and lost connections until ``default_api_timeout_ms``. ``check(response)`` returns
-        None when done, "retry", or raises."""
-        deadline = self._clock() + self._api_timeout_s
-        last = None
-        while True:
-            try:
-                epoch, conn = self._connection("request", self._request_timeout_ms)
-                try:
-                    response = conn.request(request)
-                except KafkaError as exc:
-                    if not exc.retriable and not isinstance(exc, errors.NetworkError):
-                        raise
-                    conn.close()
-                    self._coordinator_dead(epoch, str(exc))
-                    raise _CoordinatorLost(str(exc)) from None
-                verdict = check(response)
-                if verdict is None:
-                    return response
-                code, message = verdict
-                last = errors.for_code(code, message)
-                if code in _COORDINATOR_GONE:
-                    self._coordinator_dead(epoch, last.name)
-            except _CoordinatorLost as exc:
-                last = last or errors.CoordinatorNotAvailableError(str(exc))
-            if self._clock() >= deadline:
-                raise errors.KafkaTimeoutError(
-                    f"group {self.group_id}: {what} did not succeed within "
-                    f"{self._api_timeout_s * 1000:.0f} ms (last error: {last})")
-            time.sleep(self._backoff_s)
-
-    def _commit_error(self, response):
-        """None when every partition was committed; (code, message) to retry; raises the
-        rest (Kafka's CommitFailedException cases as their wire errors, explained)."""
-        retry = None
-        for t in response.topics:
-            for p in t.partitions:
-                code = p.error_code
-                if code == 0:
-                    continue
-                where = f"{t.topic}-{p.partition}"
-                if code in _RETRIABLE:
-                    retry = (code, f"committing {where}")
-                    continue
-                if code == errors.RebalanceInProgressError.code:
-                    self._request_rejoin("the group is rebalancing")
-                    raise errors.RebalanceInProgressError(_COMMIT_REBALANCING)
-                if code in (errors.UnknownMemberIdError.code, errors.IllegalGenerationError.code,
-                            errors.FencedInstanceIdError.code):
-                    self._reset_generation(code == errors.UnknownMemberIdError.code)
-                    raise errors.for_code(code, _COMMIT_FAILED)
-                raise errors.for_code(code, f"committing the offset of {where} for group "
-                                            f"{self.group_id}")
-        return retry
-
     # --- joining ----------------------------------------------------------------------------
     def _advance(self) -> set[TopicPartition] | None:
         """Move the join/sync exchange on without blocking; the new assignment when it
@@ -504,7 +287,7 @@ class BrokerCoordinator(Coordinator):
     def _send_join(self) -> bool:
         try:
             epoch, conn = self._connection("join", self._join_timeout_ms())
-        except _CoordinatorLost:
+        except CoordinatorLost:
             self._retry_join()
             return False
         except KafkaError as exc:
@@ -592,7 +375,7 @@ class BrokerCoordinator(Coordinator):
             self._retry_join(delay=False)
         elif code == errors.RebalanceInProgressError.code:
             self._retry_join(delay=False)
-        elif code in _COORDINATOR_GONE:
+        elif code in COORDINATOR_GONE:
             held = self._conns.get("join")
             if held is not None:
                 self._coordinator_dead(held[0], name)
@@ -723,157 +506,9 @@ class BrokerCoordinator(Coordinator):
             if response.error_code:
                 log.info("group %s: LeaveGroup answered %s", self.group_id,
                          errors.for_code(response.error_code).name)
-        except (KafkaError, _CoordinatorLost) as exc:
+        except (KafkaError, CoordinatorLost) as exc:
             log.info("group %s: leaving cleanly failed (%s); the session timeout will remove "
                      "%s", self.group_id, exc, member)
-
-    # --- heartbeats ---------------------------------------------------------------------------
-    def _start_heartbeats(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._heartbeat_loop,
-                                            name=f"kafkalite-heartbeat-{self.group_id}",
-                                            daemon=True)
-            self._thread.start()
-
-    def _heartbeat_loop(self) -> None:
-        pool = self._cluster.pool()
-        held: tuple[int, BrokerConnection] | None = None
-        try:
-            while True:
-                with self._cv:
-                    if self._closed:
-                        return
-                    # heartbeats go on while a rebalance waits for this member's next poll
-                    # (they keep its session; the coordinator answers REBALANCE_IN_PROGRESS),
-                    # and stop once it rejoins or has no generation any more
-                    if self._state != _STABLE or self.generation_id < 0:
-                        self._cv.wait(1.0)
-                        continue
-                    now = self._clock()
-                    if now - self._last_poll > self._max_poll_s:
-                        expired = True
-                    else:
-                        expired = False
-                        wait = self._next_heartbeat - now
-                        if wait > 0:
-                            self._cv.wait(wait)
-                            continue
-                    generation, member = self.generation_id, self.member_id
-                    self._next_heartbeat = now + self._heartbeat_s
-                if expired:
-                    self._poll_timeout_expired(pool)
-                    continue
-                held = self._heartbeat(pool, held, generation, member)
-        except Exception:  # noqa: BLE001 - never die silently
-            log.exception("group %s: heartbeat thread failed", self.group_id)
-        finally:
-            if held is not None:
-                held[1].close()
-            pool.close()
-
-    def _heartbeat(self, pool, held, generation: int, member: str):
-        known = self._known_coordinator(pool)
-        if known is None:
-            with self._cv:
-                self._next_heartbeat = self._clock() + self._backoff_s
-            return held
-        epoch, (node_id, host, port) = known
-        if held is None or held[0] != epoch or held[1].dead:
-            if held is not None:
-                held[1].close()
-            try:
-                held = (epoch, BrokerConnection(host, port, client_id=self.client_id,
-                                                request_timeout_ms=self._request_timeout_ms,
-                                                node_id=node_id,
-                                                security=self._cluster.security))
-            except KafkaError as exc:
-                self._coordinator_dead(epoch, str(exc))
-                with self._cv:
-                    self._next_heartbeat = self._clock() + self._backoff_s
-                return None
-        try:
-            response = held[1].request(m.HeartbeatRequest(
-                group_id=self.group_id, generation_id=generation, member_id=member,
-                group_instance_id=self.group_instance_id))
-            code = response.error_code
-        except KafkaError as exc:
-            if exc.code is None or isinstance(exc, errors.NetworkError):
-                held[1].close()
-                self._coordinator_dead(epoch, str(exc))
-                with self._cv:
-                    self._next_heartbeat = self._clock() + self._backoff_s
-                return None
-            code = exc.code
-        if code == 0:
-            return held
-        name = errors.for_code(code).name
-        with self._cv:
-            if generation != self.generation_id or member != self.member_id:
-                return held                  # the member moved on meanwhile: stale answer
-            if code == errors.RebalanceInProgressError.code:
-                self._request_rejoin("the coordinator started a rebalance")
-            elif code in (errors.IllegalGenerationError.code, errors.UnknownMemberIdError.code):
-                log.info("group %s: heartbeat answered %s; rejoining", self.group_id, name)
-                self._reset_generation(code == errors.UnknownMemberIdError.code)
-            elif code == errors.FencedInstanceIdError.code:
-                self._reset_generation(True)
-                self._fatal = errors.FencedInstanceIdError(
-                    f"group {self.group_id}: another consumer joined with group_instance_id "
-                    f"{self.group_instance_id!r}; this one is fenced off")
-            elif code in _RETRIABLE:
-                self._coordinator_dead(epoch, name)
-                self._next_heartbeat = self._clock() + self._backoff_s
-            else:
-                log.warning("group %s: heartbeat answered %s", self.group_id, name)
-        return held
-
-    def _poll_timeout_expired(self, pool) -> None:
-        log.warning("group %s: consumer poll timeout has expired. This means the time between "
-                    "subsequent calls to poll() was longer than the configured "
-                    "max_poll_interval_ms (%d), which typically implies that the poll loop is "
-                    "spending too much time processing messages. You can address this either "
-                    "by increasing max_poll_interval_ms or by reducing the maximum size of "
-                    "batches returned in poll() with max_poll_records.", self.group_id,
-                    self.rebalance_timeout_ms)
-        with self._cv:
-            member = self.member_id
-            dynamic = self.group_instance_id is None
-            self._reset_generation(forget_member=dynamic)
-        if not dynamic or not member:
-            return
-        known = self._known_coordinator(pool)
-        if known is None:
-            return
-        _epoch, (node_id, host, port) = known
-        conn = None
-        try:
-            conn = BrokerConnection(host, port, client_id=self.client_id,
-                                    request_timeout_ms=self._request_timeout_ms,
-                                    node_id=node_id, security=self._cluster.security)
-            conn.request(m.LeaveGroupRequest(group_id=self.group_id,
-                                             members=[m.LeaveGroupMember(member, None)]))
-        except KafkaError as exc:
-            log.info("group %s: LeaveGroup after the poll timeout failed: %s", self.group_id,
-                     exc)
-        finally:
-            if conn is not None:
-                conn.close()
-
-
-def _offset_fetch_error(response):
-    code = response.error_code
-    if code == 0:
-        for t in response.topics:
-            for p in t.partitions:
-                if p.error_code:
-                    code = p.error_code
-                    break
-    if code == 0:
-        return None
-    if code in _RETRIABLE or code == errors.UnstableOffsetCommitError.code:
-        return code, "fetching committed offsets"
-    raise errors.for_code(code, "fetching committed offsets")
-
 
 def _names(tps) -> list[str]:
     return [f"{tp[0]}-{tp[1]}" for tp in sorted(tps)]
