@@ -21,27 +21,23 @@ ZooKeeper-era tools; without ``zookeeper=`` they raise ConfigError.
 from __future__ import annotations
 
 import time
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from kafkalite import errors
+from kafkalite.client import admin_groups as ag
+from kafkalite.client import admin_topics
+from kafkalite.client.admin_groups import ConsumerGroupPartition
+from kafkalite.client.admin_zookeeper import ZooKeeperAdmin
 from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID
+from kafkalite.client.offsets_lookup import OffsetsLookup
 from kafkalite.client.structs import (
     ClusterDescription,
-    NewPartitions,
     NewTopic,
-    PartitionDescription,
     TopicDescription,
     TopicPartition,
 )
 from kafkalite.errors import KafkaError
-from kafkalite.protocol.messages import (
-    CreatableTopic,
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-)
 from kafkalite.topics import validate_topic_name
 from kafkalite.security.settings import ClientSecurity
 
@@ -70,6 +66,8 @@ class AdminClient:
                                         allow_auto_topic_creation=False,
                                         security=ClientSecurity.from_kwargs(**security_options))
         self._pool = self._cluster.pool()
+        self._offsets = OffsetsLookup(self._cluster, self._pool, self._retry_backoff)
+        self._zookeeper = ZooKeeperAdmin(zookeeper, request_timeout_ms, self._check_open)
         self._closed = False
 
     # --- topics -----------------------------------------------------------------------------
@@ -77,77 +75,13 @@ class AdminClient:
                       validate_only: bool = False, raise_on_error: bool = True
                       ) -> dict[str, KafkaError | None]:
         """Create topics; waits (up to ``timeout_ms``) until their leaders are elected."""
-        topics: dict[str, CreatableTopic] = {}
-        for nt in new_topics:
-            if isinstance(nt, str):
-                nt = NewTopic(nt)
-            elif not isinstance(nt, NewTopic):
-                nt = NewTopic(*nt)
-            validate_topic_name(nt.name)
-            if nt.name in topics:
-                raise errors.InvalidRequestError(f"topic '{nt.name}' is listed twice")
-            topics[nt.name] = self._creatable(nt)
-        if not topics:
-            return {}
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
-
-        def build(names):
-            return CreateTopicsRequest(topics=[topics[n] for n in names], timeout_ms=timeout_ms,
-                                       validate_only=validate_only)
-
-        results = self._controller_call(list(topics), build, lambda r: r.topics, timeout_ms)
-        if not validate_only:
-            self._cluster.request_update()
-        return self._finish(results, raise_on_error)
-
-    @staticmethod
-    def _creatable(nt: NewTopic) -> CreatableTopic:
-        configs = {str(k): (None if v is None else str(v))
-                   for k, v in (nt.topic_configs or {}).items()}
-        if nt.replica_assignments:
-            assignments = {}
-            for p, replicas in nt.replica_assignments.items():
-                if type(p) is not int or p < 0:
-                    raise errors.InvalidReplicaAssignmentError(
-                        f"topic '{nt.name}': partition {p!r} is not a non-negative int")
-                replicas = [int(b) for b in replicas]
-                if not replicas or len(set(replicas)) != len(replicas):
-                    raise errors.InvalidReplicaAssignmentError(
-                        f"topic '{nt.name}': partition {p} has replicas {replicas}; they must "
-                        f"be distinct and at least one")
-                assignments[p] = replicas
-            if sorted(assignments) != list(range(len(assignments))):
-                raise errors.InvalidReplicaAssignmentError(
-                    f"topic '{nt.name}': partitions must be numbered 0..{len(assignments) - 1}")
-            return CreatableTopic(nt.name, -1, -1, assignments, configs)
-        if type(nt.num_partitions) is not int or nt.num_partitions == 0 \
-                or nt.num_partitions < -1:
-            raise errors.InvalidPartitionsError(
-                f"topic '{nt.name}': num_partitions must be positive (or -1 for the broker's "
-                f"default), got {nt.num_partitions!r}")
-        if type(nt.replication_factor) is not int or nt.replication_factor == 0 \
-                or nt.replication_factor < -1:
-            raise errors.InvalidReplicationFactorError(
-                f"topic '{nt.name}': replication_factor must be positive (or -1 for the "
-                f"broker's default), got {nt.replication_factor!r}")
-        return CreatableTopic(nt.name, nt.num_partitions, nt.replication_factor, {}, configs)
+        return admin_topics.create_topics(self, new_topics, timeout_ms, validate_only,
+                                          raise_on_error)
 
     def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None,
                       raise_on_error: bool = True) -> dict[str, KafkaError | None]:
         """Delete topics; waits (up to ``timeout_ms``) until the controller finished."""
-        names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
-        for name in names:
-            validate_topic_name(name)
-        if not names:
-            return {}
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
-
-        def build(pending):
-            return DeleteTopicsRequest(topic_names=list(pending), timeout_ms=timeout_ms)
-
-        results = self._controller_call(names, build, lambda r: r.responses, timeout_ms)
-        self._cluster.request_update()
-        return self._finish(results, raise_on_error)
+        return admin_topics.delete_topics(self, topics, timeout_ms, raise_on_error)
 
     def create_partitions(self, topic_partitions: dict, timeout_ms: int | None = None,
                           validate_only: bool = False, raise_on_error: bool = True
@@ -162,110 +96,8 @@ class AdminClient:
         UnknownTopicOrPartitionError for a missing topic, RequestTimedOutError when the
         partitions were added but their leaders were not elected in time.
         """
-        topics: dict[str, CreatePartitionsTopic] = {}
-        for name, new in topic_partitions.items():
-            validate_topic_name(name)
-            if type(new) is int:
-                new = NewPartitions(new)
-            elif not isinstance(new, NewPartitions):
-                new = NewPartitions(*new)
-            if type(new.total_count) is not int or new.total_count < 1:
-                raise errors.InvalidPartitionsError(
-                    f"topic '{name}': total_count must be a positive int, got "
-                    f"{new.total_count!r}")
-            assignments = None
-            if new.new_assignments is not None:
-                assignments = []
-                for replicas in new.new_assignments:
-                    try:
-                        assignments.append([int(b) for b in replicas])
-                    except (TypeError, ValueError):
-                        raise errors.InvalidReplicaAssignmentError(
-                            f"topic '{name}': new_assignments must be lists of broker ids, got "
-                            f"{new.new_assignments!r}") from None
-            topics[name] = CreatePartitionsTopic(name, new.total_count, assignments)
-        if not topics:
-            return {}
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
-
-        def build(names):
-            return CreatePartitionsRequest(topics=[topics[n] for n in names],
-                                           timeout_ms=timeout_ms, validate_only=validate_only)
-
-        results = self._controller_call(list(topics), build, lambda r: r.results, timeout_ms)
-        if not validate_only:
-            self._cluster.request_update()
-        return self._finish(results, raise_on_error)
-
-    def _controller_call(self, names: list[str], build, entries, timeout_ms: int) -> dict:
-        self._check_open()
-        deadline = time.monotonic() + (timeout_ms + self.request_timeout_ms) / 1000
-        results: dict[str, KafkaError | None] = {}
-        pending = list(names)
-        last: KafkaError | None = None
-        while pending:
-            node = None
-            try:
-                node = self._controller_or_any()
-                conn = self._pool.get(node)
-                conn.request_timeout_ms = self.request_timeout_ms + max(timeout_ms, 0)
-                response = conn.request(build(pending))
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                last = exc
-                if node is not None:
-                    self._pool.drop(node)
-                self._cluster.request_update()
-            else:
-                retry = []
-                for entry in entries(response):
-                    if entry.name not in pending:
-                        continue
-                    if entry.error_code == 0:
-                        results[entry.name] = None
-                    elif entry.error_code == errors.NotControllerError.code:
-                        retry.append(entry.name)
-                        last = errors.for_code(entry.error_code, entry.error_message)
-                    else:
-                        results[entry.name] = errors.for_code(entry.error_code,
-                                                              entry.error_message)
-                for name in pending:
-                    if name not in results and name not in retry:
-                        retry.append(name)
-                        last = errors.UnknownServerError(f"no answer for topic '{name}'")
-                pending = retry
-                if pending:
-                    self._cluster.request_update()
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                for name in pending:
-                    results[name] = errors.KafkaTimeoutError(
-                        f"topic '{name}': no answer from the controller in time"
-                        + (f" (last error: {last})" if last else ""))
-                break
-            time.sleep(self._retry_backoff)
-        return {name: results.get(name) for name in names}
-
-    def _controller_or_any(self) -> int:
-        snap = self._cluster.maybe_refresh()
-        if snap.controller_id in snap.brokers:
-            return snap.controller_id
-        if not snap.brokers:
-            snap = self._cluster.refresh()
-            if not snap.brokers:
-                raise errors.NoBrokersAvailableError("the cluster reports no live brokers")
-        return sorted(snap.brokers)[0]
-
-    @staticmethod
-    def _finish(results: dict, raise_on_error: bool) -> dict:
-        if raise_on_error:
-            for name, error in results.items():
-                if error is not None:
-                    error.results = results  # type: ignore[attr-defined]
-                    raise error
-        return results
+        return admin_topics.create_partitions(self, topic_partitions, timeout_ms, validate_only,
+                                              raise_on_error)
 
     def list_topics(self) -> list[str]:
         """Every topic name, sorted."""
@@ -277,26 +109,7 @@ class AdminClient:
 
         UnknownTopicOrPartitionError if a named topic does not exist.
         """
-        self._check_open()
-        names = None if topics is None else list(
-            dict.fromkeys([topics] if isinstance(topics, str) else topics))
-        for name in names or ():
-            validate_topic_name(name)
-        snap = self._cluster.refresh(topics=names)
-        out = []
-        for name in (sorted(snap.topics) if names is None else names):
-            code = snap.topic_errors.get(name, 0)
-            parts = snap.topics.get(name)
-            if parts is None:
-                if code in (0, errors.UnknownTopicOrPartitionError.code):
-                    raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
-                raise errors.for_code(code, f"describing topic '{name}'")
-            out.append(TopicDescription(name, [
-                PartitionDescription(p.partition, p.leader, list(p.replicas), list(p.isr),
-                                     list(p.offline_replicas), p.leader_epoch, p.error_code)
-                for p in sorted(parts.values(), key=lambda m: m.partition)], code,
-                snap.topic_ids.get(name)))
-        return out
+        return admin_topics.describe_topics(self, topics)
 
     def topic_ids(self, topics: Iterable[str] | None = None) -> dict[str, str | None]:
         """``{topic: topic id}`` from the brokers' Metadata (every topic when None); topics
@@ -312,35 +125,7 @@ class AdminClient:
         """``{topic: {name: value}}``: each topic's config overrides, asked of a broker
         (DescribeConfigs; brokers read ``/config/topics/<t>``), so no ZooKeeper access is needed.
         UnknownTopicOrPartitionError for a topic that does not exist."""
-        from kafkalite.protocol.messages import (
-            CONFIG_RESOURCE_TOPIC,
-            DescribeConfigsRequest,
-            DescribeConfigsResource,
-        )
-
-        names = list(dict.fromkeys([topics] if isinstance(topics, str) else topics))
-        for name in names:
-            validate_topic_name(name)
-        if not names:
-            return {}
-        request = DescribeConfigsRequest(resources=[
-            DescribeConfigsResource(CONFIG_RESOURCE_TOPIC, n) for n in names])
-        response = self._any_broker_request(request)
-        out: dict[str, dict[str, str]] = {}
-        for result in response.results:
-            if result.resource_name not in names:
-                continue
-            if result.error_code:
-                raise errors.for_code(result.error_code, result.error_message
-                                      or f"describing the config of topic "
-                                         f"'{result.resource_name}'")
-            # the overrides: entries whose source is the topic's own config (not the brokers')
-            out[result.resource_name] = {e.name: e.value for e in result.configs
-                                         if e.config_source == 1 and e.value is not None}
-        missing = [n for n in names if n not in out]
-        if missing:
-            raise errors.UnknownServerError(f"no config returned for topic(s) {missing}")
-        return {n: dict(sorted(out[n].items())) for n in names}
+        return admin_topics.describe_topic_configs(self, topics)
 
     def _any_broker_request(self, request):
         """Send ``request`` to the controller or, failing that, to any live broker; retriable
@@ -390,201 +175,70 @@ class AdminClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # --- ZooKeeper-backed administration: consumer groups, topic configs, admin paths --------
-    # Kafka's ZooKeeper-era tools did these through ZooKeeper, and so does kafkalite: group
-    # membership and offsets live in /consumers, topic overrides in /config/topics, and requests
-    # to the controller in /admin/*. They need ``zookeeper=`` (the brokers' zookeeper.connect).
-
-    def _zk(self):
-        """This client's ZooKeeper session (opened on first use; see ``close_zookeeper``)."""
-        zk = self.__dict__.get("_zk_session")
-        if zk is not None:
-            return zk
-        self._check_open()
-        if self.zookeeper is None:
-            raise errors.ConfigError(
-                "this operation goes through ZooKeeper: create the AdminClient with "
-                "zookeeper='host:2181/chroot' (the brokers' zookeeper.connect)")
-        import weakref
-
-        import zk_schema
-        from kafkalite.zk.znode_acls import secure_zk_client
-        from kafkalite.zk.client import split_connect_string
-        from kafkalite.zk.errors import ZkConnectionLossError
-
-        hosts, chroot = split_connect_string(self.zookeeper)
-        timeout_s = 10
-
-        def call(fn, *args):
-            try:
-                return fn(*args)
-            except ZkConnectionLossError:
-                raise errors.ZooKeeperError(
-                    f"cannot reach ZooKeeper at {hosts} within {timeout_s} s") from None
-            except KafkaError as exc:
-                raise errors.ZooKeeperError(f"ZooKeeper at {hosts}: {exc}") from None
-
-        # look before connecting with the chroot: a mistyped chroot must not get created
-        zk = secure_zk_client(hosts, session_timeout_ms=10000, connection_timeout_s=timeout_s)
-        try:
-            call(zk.start)
-            has_cluster = call(zk.exists, chroot + zk_schema.BROKER_IDS_PATH)
-        except BaseException:
-            zk.stop()
-            raise
-        if chroot or not has_cluster:
-            zk.stop()
-        if not has_cluster:
-            raise errors.ConfigError(
-                f"no kafkalite cluster in ZooKeeper {self.zookeeper} (no "
-                f"{zk_schema.BROKER_IDS_PATH}); is the chroot right?")
-        if chroot:
-            zk = secure_zk_client(self.zookeeper, session_timeout_ms=10000,
-                                  connection_timeout_s=timeout_s)
-            call(zk.start)
-        self._zk_session = zk
-        self._zk_finalizer = weakref.finalize(self, zk.stop)
-        return zk
-
-    def connect_zookeeper(self) -> None:
-        """Open the ZooKeeper session now, so a wrong address or chroot fails here (ZooKeeperError,
-        ConfigError) rather than at the first ZooKeeper-backed call."""
-        self._zk()
-
-    def close_zookeeper(self) -> None:
-        """Close the ZooKeeper session of the ZooKeeper-backed methods (if one was opened)."""
-        finalizer = self.__dict__.pop("_zk_finalizer", None)
-        self.__dict__.pop("_zk_session", None)
-        if finalizer is not None:
-            finalizer()
-
-    def _zk_assignments(self, topics: Iterable[str]) -> dict:
-        """{topic: TopicAssignment} from ZooKeeper; UnknownTopicOrPartitionError for a missing
-        one."""
-        names = list(dict.fromkeys(topics))
-        for name in names:
-            validate_topic_name(name)
-        found = self._zk().get_topic_assignments(names)
-        for name in names:
-            if name not in found:
-                raise errors.UnknownTopicOrPartitionError(f"topic '{name}' does not exist")
-        return found
-
-    @staticmethod
-    def _check_group_name(group) -> str:
-        import zk_schema
-
-        if not isinstance(group, str) or not group:
-            raise errors.InvalidRequestError(f"group id must be a non-empty string, got "
-                                             f"{group!r}")
-        try:
-            zk_schema.consumers.group_path(group)
-        except zk_schema.SchemaError as exc:
-            raise errors.InvalidRequestError(f"bad group id {group!r}: {exc}") from None
-        return group
-
-    def _require_group(self, group) -> None:
-        self._check_group_name(group)
-        if not self._zk().consumer_group_exists(group):
-            raise errors.GroupIdNotFoundError(f"consumer group '{group}' does not exist")
-
+    # --- ListOffsets (offsets_lookup, the Consumer's implementation) -------------------------
     def _list_offsets(self, tps: Iterable, timestamp: int, timeout_s: float | None = None,
                       raise_missing: bool = False) -> dict[TopicPartition, int]:
         """``{tp: offset}`` by ListOffsets to the leaders (-1 latest = the high watermark, -2
         earliest). Partitions of unknown topics are left out at once; partitions without a
         leader are retried until the timeout, then left out (or raised with
         ``raise_missing``)."""
-        from kafkalite.protocol.messages import (
-            ListOffsetsPartition,
-            ListOffsetsRequest,
-            ListOffsetsTopic,
-        )
-
-        pending = list(dict.fromkeys(TopicPartition(*tp) for tp in tps))
-        found: dict[TopicPartition, int] = {}
-        if not pending:
-            return found
+        self._check_open()
         timeout_s = self.request_timeout_ms / 1000 if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout_s
-        last: KafkaError | None = None
-        unknown: list[TopicPartition] = []
-        while True:
-            snap = self._cluster.refresh(topics=sorted({tp.topic for tp in pending}))
-            by_node: dict[int, dict[str, list]] = {}
-            for tp in pending:
-                parts = snap.topics.get(tp.topic)
-                if parts is None or tp.partition not in parts:
-                    unknown.append(tp)
-                    continue
-                node = snap.leader_for(tp.topic, tp.partition)
-                if node is not None:
-                    by_node.setdefault(node, {}).setdefault(tp.topic, []).append(
-                        ListOffsetsPartition(tp.partition, timestamp))
-            for node, topics in by_node.items():
-                request = ListOffsetsRequest(topics=[ListOffsetsTopic(t, ps)
-                                                     for t, ps in topics.items()])
-                try:
-                    response = self._pool.get(node).request(request)
-                except KafkaError as exc:
-                    if not exc.retriable:
-                        raise
-                    last = exc
-                    self._pool.drop(node)
-                    continue
-                for t in response.topics:
-                    for p in t.partitions:
-                        if p.error_code == 0:
-                            found[TopicPartition(t.topic, p.partition)] = p.offset
-                            continue
-                        exc = errors.for_code(p.error_code,
-                                              f"listing offsets of {t.topic}-{p.partition}")
-                        if not exc.retriable:
-                            raise exc
-                        last = exc
-            pending = [tp for tp in pending if tp not in found and tp not in unknown]
-            if not pending or time.monotonic() >= deadline:
-                break
-            time.sleep(self._retry_backoff)
-        if raise_missing and (pending or unknown):
-            missing = ", ".join(str(tp) for tp in pending + unknown)
+        result = self._offsets.list_offsets({tp: timestamp for tp in tps}, timeout_s,
+                                            fresh=True, drop_unknown=True)
+        if raise_missing and (result.missing or result.unknown):
+            missing = ", ".join(str(TopicPartition(*tp))
+                                for tp in result.missing + result.unknown)
+            last = result.last_error
             raise errors.KafkaTimeoutError(
                 f"could not read the offsets of {missing}"
                 + (f" (last error: {last})" if last else "")
                 + "; do these partitions exist and have a live leader?")
-        return found
+        return {tp: offset for tp, (offset, _ts) in result.found.items()}
 
-    # consumer groups, both generations (admin_groups): the brokers' coordinator groups always,
-    # ZooKeeper groups when this client has zookeeper=; ``kind`` ("coordinator" or "zookeeper")
-    # chooses one, None means both for listings and, for one group, its ZooKeeper kind when it
-    # exists there (this client having zookeeper=), else its coordinator kind.
+    # --- ZooKeeper-backed administration (admin_zookeeper) -----------------------------------
+    # Kafka's ZooKeeper-era tools did these through ZooKeeper, and so does kafkalite: group
+    # membership and offsets live in /consumers, topic overrides in /config/topics, and requests
+    # to the controller in /admin/*. They need ``zookeeper=`` (the brokers' zookeeper.connect).
+
+    def connect_zookeeper(self) -> None:
+        """Open the ZooKeeper session now, so a wrong address or chroot fails here (ZooKeeperError,
+        ConfigError) rather than at the first ZooKeeper-backed call."""
+        self._zookeeper.zk()
+
+    def close_zookeeper(self) -> None:
+        """Close the ZooKeeper session of the ZooKeeper-backed methods (if one was opened)."""
+        self._zookeeper.close()
+
+    # consumer groups, both generations (admin_groups, admin_zookeeper): the brokers'
+    # coordinator groups always, ZooKeeper groups when this client has zookeeper=; ``kind``
+    # ("coordinator" or "zookeeper") chooses one, None means both for listings and, for one
+    # group, its ZooKeeper kind when it exists there (this client having zookeeper=), else its
+    # coordinator kind.
     def list_consumer_groups(self, kind: str | None = None) -> list:
         """Every consumer group, sorted: ``ConsumerGroupListing`` values, which are the group
         names (``str``) carrying ``kind``, ``protocol_type`` and ``state``."""
-        from kafkalite.client import admin_groups as ag
-
         kind = ag.check_kind(kind)
         found = []
         if kind in (None, ag.COORDINATOR):
             found += ag.list_coordinator_groups(self)
         if kind == ag.ZOOKEEPER or (kind is None and self.zookeeper is not None):
-            found += [ag.ConsumerGroupListing(name, ag.ZOOKEEPER)
-                      for name in self._zk().list_consumer_groups()]
+            found += self._zookeeper.list_groups()
         return sorted(found, key=lambda g: (str(g), g.kind))
 
     def _group_kind(self, group: str, kind: str | None) -> str:
-        from kafkalite.client import admin_groups as ag
-
         if ag.check_kind(kind) is not None:
             return kind
-        if self.zookeeper is not None:
-            import zk_schema
-
-            try:
-                if self._zk().consumer_group_exists(group):
-                    return ag.ZOOKEEPER
-            except zk_schema.SchemaError:     # not a valid ZooKeeper group name
-                return ag.COORDINATOR
+        if self.zookeeper is not None and self._zookeeper.has_group(group):
+            return ag.ZOOKEEPER
         return ag.COORDINATOR
+
+    @staticmethod
+    def _check_group_id(group) -> str:
+        if not isinstance(group, str) or not group:
+            raise errors.InvalidRequestError(f"group id must be a non-empty string, got "
+                                             f"{group!r}")
+        return group
 
     def describe_consumer_group(self, group: str, kind: str | None = None
                                 ) -> list[ConsumerGroupPartition]:
@@ -597,86 +251,47 @@ class AdminClient:
         ZooKeeper groups: the partitions of the topics the group committed offsets for, owns,
         or subscribes to. GroupIdNotFoundError if the group does not exist.
         """
-        from kafkalite.client import admin_groups as ag
-
         if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
             return ag.describe_coordinator_group_offsets(self, group, ConsumerGroupPartition)
-        return self._describe_zookeeper_group(group)
+        timeout_s = min(5.0, self.request_timeout_ms / 1000)
+        return self._zookeeper.describe_offsets(
+            group, lambda tps: self._list_offsets(tps, -1, timeout_s=timeout_s))
 
     def describe_consumer_groups(self, groups: Iterable[str], kind: str | None = None) -> list:
         """``ConsumerGroupDescription`` of each group (Kafka's describeConsumerGroups): state,
         assignment strategy, coordinator, members with their client ids, hosts and partitions.
         A coordinator group that does not exist is described as Dead, as Kafka does."""
-        from kafkalite.client import admin_groups as ag
-
-        out = []
-        for group in groups:
-            if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
-                out.append(ag.describe_coordinator_group(self, group))
-                continue
-            self._require_group(group)
-            zk = self._zk()
-            registrations = zk.get_consumer_registrations(group)
-            owned: dict[str, list[TopicPartition]] = {member: [] for member in registrations}
-            from zk_schema.consumers import PartitionOwner
-
-            for (topic, partition), owner in sorted(zk.get_partition_owners(group).items()):
-                member = PartitionOwner(owner).member_id
-                owned.setdefault(member, []).append(TopicPartition(topic, partition))
-            members = [ag.MemberDescription(member, None, None, _member_host(group, member),
-                                            tps) for member, tps in sorted(owned.items())]
-            out.append(ag.ConsumerGroupDescription(
-                group, ag.ZOOKEEPER, "Stable" if registrations else "Empty", "consumer", "",
-                None, members))
-        return out
+        return [ag.describe_coordinator_group(self, group)
+                if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR
+                else self._zookeeper.describe_group(group) for group in groups]
 
     def list_consumer_group_offsets(self, group: str, partitions=None,
                                     kind: str | None = None) -> dict:
         """``{TopicPartition: OffsetAndMetadata}`` the group committed (kafka-python's
         name)."""
-        from kafkalite.client import admin_groups as ag
-        from kafkalite.client.structs import OffsetAndMetadata
-
         if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
             return ag.fetch_committed(self, group, partitions)
-        self._require_group(group)
-        stored = self._zk().get_consumer_offsets(group)
-        wanted = None if partitions is None else {(tp[0], tp[1]) for tp in partitions}
-        return {TopicPartition(t, p): OffsetAndMetadata(off, "")
-                for (t, p), off in sorted(stored.items()) if wanted is None or (t, p) in wanted}
+        return self._zookeeper.committed(group, partitions)
 
     def consumer_group_members(self, group: str, kind: str | None = None) -> list[str]:
         """The live members of ``group``, sorted (ZooKeeper: its ``/consumers/<g>/ids``)."""
-        from kafkalite.client import admin_groups as ag
-
         if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
             return sorted(x.member_id for x in ag.describe_coordinator_group(self, group).members)
-        self._check_group_name(group)
-        return sorted(self._zk().get_consumer_members(group))
+        return self._zookeeper.members(group)
 
     def delete_consumer_group(self, group: str, kind: str | None = None) -> None:
         """Remove a group and its committed offsets. NonEmptyGroupError while it has live
         members, GroupIdNotFoundError if it does not exist."""
-        from kafkalite.client import admin_groups as ag
-
         if self._group_kind(self._check_group_id(group), kind) == ag.COORDINATOR:
             error = ag.delete_coordinator_groups(self, [group])[group]
             if error is not None:
                 raise error
             return
-        self._require_group(group)
-        try:
-            self._zk().delete_consumer_group(group)
-        except errors.NonEmptyGroupError:
-            raise errors.NonEmptyGroupError(
-                f"consumer group '{group}' has live members; stop its consumers before "
-                f"deleting it") from None
+        self._zookeeper.delete_group(group)
 
     def delete_consumer_group_offsets(self, group: str, partitions) -> dict:
         """Delete a coordinator group's committed offsets of ``partitions`` (OffsetDelete;
         refused for topics the group still consumes): ``{tp: None | KafkaError}``."""
-        from kafkalite.client import admin_groups as ag
-
         return ag.delete_coordinator_offsets(self, self._check_group_id(group), partitions)
 
     def reset_consumer_group_offsets(self, group: str, topic=None, *, partitions=None,
@@ -693,8 +308,6 @@ class AdminClient:
         NonEmptyGroupError while the group has live members (a coordinator group: unless it is
         Empty or Dead, with Kafka's message). Returns ``{tp: new offset}``.
         """
-        from kafkalite.client import admin_groups as ag
-
         strategies = [to_earliest, to_latest, to_offset is not None, shift_by is not None]
         if sum(bool(s) for s in strategies) != 1:
             raise errors.InvalidRequestError(
@@ -711,62 +324,23 @@ class AdminClient:
             def write(plan):
                 ag.commit_coordinator_offsets(self, group, plan)
         else:
-            self._check_group_name(group)
-            zk = self._zk()
+            zka = self._zookeeper
+            zka.check_group_name(group)
 
             def refuse():
-                self._refuse_active_group(group)
+                zka.refuse_active_group(group)
             refuse()
-            committed = zk.get_consumer_offsets(group)
-
-            def partitions_of(names):
-                return {t: sorted(a.partitions)
-                        for t, a in self._zk_assignments(names).items()}
+            committed = zka.stored_offsets(group)
+            partitions_of = zka.partitions_of
 
             def write(plan):
-                zk.set_consumer_offsets(group, {(tp.topic, tp.partition): off
-                                                for tp, off in plan.items()})
-        if topic is None:
-            topics = sorted({t for t, _ in committed})
-            if not topics:
-                raise errors.GroupIdNotFoundError(
-                    f"consumer group '{group}' has no committed offsets; name the topic(s) to "
-                    f"reset")
-        else:
-            topics = [topic] if isinstance(topic, str) else list(dict.fromkeys(topic))
-        known = partitions_of(topics)
-        tps: list[TopicPartition] = []
-        if partitions is not None:
-            if len(topics) != 1:
-                raise errors.InvalidRequestError("partitions can only be given with one topic")
-            have = known[topics[0]]
-            for p in partitions:
-                if p not in have:
-                    raise errors.UnknownTopicOrPartitionError(
-                        f"topic '{topics[0]}' has no partition {p} (it has 0..{len(have) - 1})")
-                tps.append(TopicPartition(topics[0], int(p)))
-        else:
-            for t in topics:
-                tps += [TopicPartition(t, p) for p in known[t]]
-        earliest = self._list_offsets(tps, -2, raise_missing=True)
-        latest = self._list_offsets(tps, -1, raise_missing=True)
-        plan: dict[TopicPartition, int] = {}
-        for tp in tps:
-            low, high = earliest[tp], latest[tp]
-            if to_earliest:
-                target = low
-            elif to_latest:
-                target = high
-            elif to_offset is not None:
-                target = int(to_offset)
-            else:
-                current = committed.get((tp.topic, tp.partition))
-                if current is None:
-                    raise errors.InvalidRequestError(
-                        f"cannot shift the offset of {tp}: the group has no committed offset "
-                        f"there; use to_earliest, to_latest or to_offset for it")
-                target = current + int(shift_by)
-            plan[tp] = min(max(target, low), high)
+                zka.write_offsets(group, plan)
+        tps = ag.reset_targets(group, topic, partitions, committed, partitions_of)
+        plan = ag.plan_offsets_reset(
+            tps, self._list_offsets(tps, -2, raise_missing=True),
+            self._list_offsets(tps, -1, raise_missing=True), committed,
+            to_earliest=to_earliest, to_latest=to_latest, to_offset=to_offset,
+            shift_by=shift_by)
         if execute:
             refuse()
             write(plan)
@@ -785,66 +359,6 @@ class AdminClient:
             out[name] = sorted(snap.topics[name])
         return out
 
-    @staticmethod
-    def _check_group_id(group) -> str:
-        if not isinstance(group, str) or not group:
-            raise errors.InvalidRequestError(f"group id must be a non-empty string, got "
-                                             f"{group!r}")
-        return group
-
-    def _describe_zookeeper_group(self, group: str) -> list[ConsumerGroupPartition]:
-        import re
-
-        from zk_schema.consumers import PartitionOwner
-
-        self._require_group(group)
-        zk = self._zk()
-        registrations = zk.get_consumer_registrations(group)
-        owners = zk.get_partition_owners(group)
-        offsets = zk.get_consumer_offsets(group)
-        topics = {t for t, _ in offsets} | {t for t, _ in owners}
-        all_topics = None
-        for registration in registrations.values():
-            if registration.pattern == "static":
-                topics |= set(registration.subscription)
-            else:
-                if all_topics is None:
-                    all_topics = zk.list_topics()
-                patterns = [re.compile(p) for p in registration.subscription]
-                topics |= {t for t in all_topics if any(p.fullmatch(t) for p in patterns)}
-        assignments = zk.get_topic_assignments(sorted(topics))
-        tps = set(offsets) | set(owners)
-        for topic, assignment in assignments.items():
-            tps |= {(topic, p) for p in assignment.partitions}
-        tps = sorted(tps)
-        ends = self._list_offsets(tps, -1, timeout_s=min(5.0, self.request_timeout_ms / 1000))
-        rows = []
-        owning = set()
-        for topic, partition in tps:
-            current = offsets.get((topic, partition))
-            end = ends.get(TopicPartition(topic, partition))
-            lag = end - current if current is not None and end is not None else None
-            owner = owners.get((topic, partition))
-            member = PartitionOwner(owner).member_id if owner else None
-            owning.add(member)
-            rows.append(ConsumerGroupPartition(
-                group, topic, partition, current, end, lag, member,
-                _member_host(group, member) if member else None, None))
-        for member in sorted(registrations):
-            if member not in owning:
-                rows.append(ConsumerGroupPartition(group, None, None, None, None, None, member,
-                                                   _member_host(group, member), None))
-        return rows
-
-    def _refuse_active_group(self, group: str) -> None:
-        members = self._zk().get_consumer_members(group)
-        if members:
-            shown = ", ".join(members[:3]) + (", ..." if len(members) > 3 else "")
-            raise errors.NonEmptyGroupError(
-                f"consumer group '{group}' has {len(members)} live member(s) ({shown}); "
-                f"offsets can only be reset while the group is inactive: stop its consumers "
-                f"first")
-
     # topic configs: read through a broker (DescribeConfigs), changed in ZooKeeper
     def describe_topic_config(self, topic: str) -> dict[str, str]:
         """The topic's config overrides (``/config/topics/<t>``, read by a broker: see
@@ -854,29 +368,10 @@ class AdminClient:
     def alter_topic_config(self, topic: str, configs: dict) -> dict[str, str]:
         """Set (value) or remove (None) topic config overrides, validated against the topic
         config table (ConfigError naming the key), then announce the change to the brokers.
-        Returns the topic's overrides afterwards."""
-        from kafkalite.config import TOPIC_BY_NAME, TopicConfig
-
-        if self.zookeeper is None:
-            return self._alter_topic_config_through_brokers(topic, configs)
-        self._zk_assignments([topic])
-        zk = self._zk()
-        merged = dict(zk.get_topic_config(topic))
-        for key, value in configs.items():
-            key = str(key)
-            if value is None:
-                if key not in TOPIC_BY_NAME:
-                    raise errors.ConfigError(f"unknown configuration {key!r}")
-                merged.pop(key, None)
-            else:
-                merged[key] = str(value)
-        TopicConfig.from_dict(merged)
-        zk.set_topic_config(topic, merged)
-        return dict(sorted(merged.items()))
-
-    def _alter_topic_config_through_brokers(self, topic: str, configs: dict) -> dict[str, str]:
-        """IncrementalAlterConfigs SET/DELETE on a broker, which writes /config/topics/<t>
-        itself: the way Kafka's tools alter configs with only --bootstrap-server."""
+        Returns the topic's overrides afterwards. Without ``zookeeper=``, through a broker
+        (IncrementalAlterConfigs), as Kafka's tools do with only --bootstrap-server."""
+        if self.zookeeper is not None:
+            return self._zookeeper.alter_topic_config(topic, configs)
         from kafkalite.client.admin_configs import AlterConfigOp, ConfigResource
 
         ops = [AlterConfigOp(str(k), "DELETE" if v is None else "SET",
@@ -886,7 +381,7 @@ class AdminClient:
 
     def list_topics_marked_for_deletion(self) -> list[str]:
         """Topics waiting for the controller to delete them (``/admin/delete_topics``)."""
-        return sorted(self._zk().topics_marked_for_deletion())
+        return self._zookeeper.topics_marked_for_deletion()
 
     # controller requests through /admin
     def elect_preferred_leaders(self, partitions=None, timeout_ms: int | None = None
@@ -899,61 +394,7 @@ class AdminClient:
         not sent), PreferredLeaderNotAvailableError (not live or not in the ISR), or
         KafkaTimeoutError (the controller did not finish in time; 0 = do not wait).
         """
-        import zk_schema
-        from kafkalite.zk.errors import ZkNodeExistsError
-
-        zk = self._zk()
-        if partitions is None:
-            assignments = zk.get_topic_assignments()
-            tps = [TopicPartition(t, p) for t, a in sorted(assignments.items())
-                   for p in sorted(a.partitions)]
-        else:
-            tps = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
-            assignments = self._zk_assignments([tp.topic for tp in tps])
-            for tp in tps:
-                if tp.partition not in assignments[tp.topic].partitions:
-                    raise errors.UnknownTopicOrPartitionError(f"partition {tp} does not exist")
-        preferred = {tp: assignments[tp.topic].partitions[tp.partition][0] for tp in tps}
-        states = zk.get_partition_states(tps)
-        results: dict[TopicPartition, KafkaError | None] = {}
-        todo = []
-        for tp in tps:
-            state = states.get(tp)
-            if state is not None and state.leader == preferred[tp]:
-                results[tp] = errors.ElectionNotNeededError(
-                    f"{tp}: its preferred replica {preferred[tp]} already leads")
-            else:
-                todo.append(tp)
-        if todo:
-            try:
-                zk.create_preferred_replica_election((tp.topic, tp.partition) for tp in todo)
-            except ZkNodeExistsError:
-                raise errors.IllegalStateError(
-                    f"a preferred replica election is already in progress "
-                    f"({zk_schema.PREFERRED_REPLICA_ELECTION_PATH} exists); try again once the "
-                    f"controller finished it") from None
-            timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
-            deadline = time.monotonic() + timeout_ms / 1000
-            pending = timeout_ms > 0
-            while pending and time.monotonic() < deadline:
-                pending = zk.preferred_replica_election_pending()
-                if pending:
-                    time.sleep(0.05)
-            states = zk.get_partition_states(todo)
-            for tp in todo:
-                state = states.get(tp)
-                if state is not None and state.leader == preferred[tp]:
-                    results[tp] = None
-                elif pending or timeout_ms <= 0:
-                    results[tp] = errors.KafkaTimeoutError(
-                        f"{tp}: the controller has not acted on the election request yet "
-                        f"(still queued in {zk_schema.PREFERRED_REPLICA_ELECTION_PATH})")
-                else:
-                    isr = list(state.isr) if state is not None else []
-                    results[tp] = errors.PreferredLeaderNotAvailableError(
-                        f"{tp}: preferred replica {preferred[tp]} is not live or not in the "
-                        f"ISR {isr}")
-        return {tp: results[tp] for tp in tps}
+        return self._zookeeper.elect_preferred_leaders(partitions, timeout_ms)
 
     def alter_partition_reassignments(self, reassignments: dict
                                       ) -> dict[TopicPartition, list[int]]:
@@ -965,62 +406,11 @@ class AdminClient:
         UnknownTopicOrPartitionError for a missing partition, IllegalStateError while another
         reassignment is still running.
         """
-        import zk_schema
-        from kafkalite.zk.errors import ZkNodeExistsError
-
-        targets: dict[TopicPartition, list[int]] = {}
-        for tp, replicas in reassignments.items():
-            tp = TopicPartition(*tp)
-            try:
-                replicas = [int(b) for b in replicas]
-            except (TypeError, ValueError):
-                raise errors.InvalidReplicaAssignmentError(
-                    f"{tp}: replicas must be broker ids, got {replicas!r}") from None
-            if not replicas or len(set(replicas)) != len(replicas):
-                raise errors.InvalidReplicaAssignmentError(
-                    f"{tp}: the replica list {replicas} must be non-empty without repeats")
-            targets[tp] = replicas
-        if not targets:
-            raise errors.InvalidReplicaAssignmentError("the reassignment lists no partitions")
-        assignments = self._zk_assignments([tp.topic for tp in targets])
-        current = {}
-        for tp in targets:
-            replicas = assignments[tp.topic].partitions.get(tp.partition)
-            if replicas is None:
-                raise errors.UnknownTopicOrPartitionError(f"partition {tp} does not exist")
-            current[tp] = list(replicas)
-        zk = self._zk()
-        brokers = set(zk.get_broker_ids())
-        unknown = sorted({b for r in targets.values() for b in r} - brokers)
-        if unknown:
-            raise errors.InvalidReplicaAssignmentError(
-                f"the reassignment names broker(s) {unknown} that are not registered (live "
-                f"brokers: {sorted(brokers)})")
-        try:
-            zk.create_partition_reassignment(
-                {(tp.topic, tp.partition): r for tp, r in targets.items()})
-        except ZkNodeExistsError:
-            raise errors.IllegalStateError(
-                f"a partition reassignment is still running "
-                f"({zk_schema.REASSIGN_PARTITIONS_PATH} exists); wait for it to finish "
-                f"before starting another") from None
-        return current
+        return self._zookeeper.alter_partition_reassignments(reassignments)
 
     def list_partition_reassignments(self) -> dict[TopicPartition, list[int]]:
         """Reassignments still in progress: ``{tp: target replicas}`` ({} when none)."""
-        import zk_schema
-
-        try:
-            pending = self._zk().get_partition_reassignment()
-        except zk_schema.SchemaError as exc:
-            raise errors.ZooKeeperError(
-                f"{zk_schema.REASSIGN_PARTITIONS_PATH} holds a malformed request: {exc}"
-            ) from None
-        if pending is None:
-            return {}
-        return {TopicPartition(t, p): list(r)
-                for (t, p), r in sorted(pending.partitions.items())}
-
+        return self._zookeeper.list_partition_reassignments()
 
     # --- configs and DeleteRecords (kafkalite.client.admin_configs) ---------------------------
     def describe_configs(self, config_resources, include_synonyms: bool = False,
@@ -1084,25 +474,3 @@ class AdminClient:
         from kafkalite.client import admin_acls
 
         return admin_acls.delete_acls(self, list(acl_filters))
-
-class ConsumerGroupPartition(NamedTuple):
-    """One row of ``AdminClient.describe_consumer_group`` (Kafka's describe columns); None
-    where a value is missing (no committed offset, no owner, no leader...)."""
-
-    group: str
-    topic: str | None
-    partition: int | None
-    current_offset: int | None
-    log_end_offset: int | None
-    lag: int | None
-    consumer_id: str | None
-    host: str | None
-    client_id: str | None
-    kind: str = "zookeeper"          # "coordinator" (Kafka 0.9+) or "zookeeper" (Kafka 0.8)
-
-
-def _member_host(group: str, member: str) -> str | None:
-    """The host in a member id ``<g>_<host>-<ms>-<uuid8>``, as Kafka's tool shows it."""
-    rest = member[len(group) + 1:] if member.startswith(group + "_") else member
-    parts = rest.rsplit("-", 2)
-    return "/" + parts[0] if len(parts) == 3 and parts[0] else None

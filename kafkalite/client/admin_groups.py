@@ -19,17 +19,20 @@ import time
 from typing import Iterable, NamedTuple
 
 from kafkalite import errors
-from kafkalite.client import consumer_protocol
 from kafkalite.client.structs import BrokerMetadata, OffsetAndMetadata, TopicPartition
 from kafkalite.errors import KafkaError
 from kafkalite.protocol import messages as m
 
 __all__ = ["COORDINATOR", "ZOOKEEPER", "KINDS", "ConsumerGroupListing",
-           "ConsumerGroupDescription", "MemberDescription"]
+           "ConsumerGroupDescription", "ConsumerGroupPartition", "MemberDescription"]
 
 COORDINATOR = "coordinator"
 ZOOKEEPER = "zookeeper"
 KINDS = (COORDINATOR, ZOOKEEPER)
+
+# consumer_protocol is imported where it is used: it loads kio's schemas, which import hypothesis
+# (seconds under load), and every ``import kafkalite`` loads this module
+_CONSUMER_PROTOCOL_TYPE = "consumer"      # consumer_protocol.PROTOCOL_TYPE
 
 _RETRIABLE = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code,
               errors.CoordinatorLoadInProgressError.code}
@@ -82,6 +85,30 @@ class ConsumerGroupDescription(NamedTuple):
     assignment_strategy: str
     coordinator: BrokerMetadata | None
     members: list[MemberDescription]
+
+
+class ConsumerGroupPartition(NamedTuple):
+    """One row of ``AdminClient.describe_consumer_group`` (Kafka's describe columns); None
+    where a value is missing (no committed offset, no owner, no leader...)."""
+
+    group: str
+    topic: str | None
+    partition: int | None
+    current_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+    kind: str = "zookeeper"          # "coordinator" (Kafka 0.9+) or "zookeeper" (Kafka 0.8)
+
+
+def member_host(group: str, member: str) -> str | None:
+    """The host in a ZooKeeper member id ``<g>_<host>-<ms>-<uuid8>``, as Kafka's tool shows
+    it."""
+    rest = member[len(group) + 1:] if member.startswith(group + "_") else member
+    parts = rest.rsplit("-", 2)
+    return "/" + parts[0] if len(parts) == 3 and parts[0] else None
 
 
 def check_kind(kind: str | None) -> str | None:
@@ -181,13 +208,15 @@ def list_coordinator_groups(admin) -> list[ConsumerGroupListing]:
         if code:
             continue
         for g in response.groups:
-            if g.protocol_type in ("", consumer_protocol.PROTOCOL_TYPE):
+            if g.protocol_type in ("", _CONSUMER_PROTOCOL_TYPE):
                 found[g.group_id] = ConsumerGroupListing(g.group_id, COORDINATOR,
                                                          g.protocol_type, g.group_state)
     return [found[name] for name in sorted(found)]
 
 
 def _decode_assignment(data: bytes) -> list[TopicPartition]:
+    from kafkalite.client import consumer_protocol
+
     try:
         return consumer_protocol.decode_assignment(data).partitions
     except KafkaError:
@@ -203,7 +232,7 @@ def describe_coordinator_group(admin, group: str) -> ConsumerGroupDescription:
     g = response.groups[0]
     if g.error_code:
         raise errors.for_code(g.error_code, f"describing group '{group}'")
-    consumer = g.protocol_type in ("", consumer_protocol.PROTOCOL_TYPE)
+    consumer = g.protocol_type in ("", _CONSUMER_PROTOCOL_TYPE)
     members = [MemberDescription(x.member_id, x.group_instance_id, x.client_id, x.client_host,
                                  _decode_assignment(x.member_assignment) if consumer else [])
                for x in g.members]
@@ -351,3 +380,60 @@ def delete_coordinator_offsets(admin, group: str, partitions: Iterable
     return {TopicPartition(t.topic, p.partition):
             (errors.for_code(p.error_code, f"{t.topic}-{p.partition}") if p.error_code else None)
             for t in response.topics for p in t.partitions}
+
+
+# --- resetting offsets (both kinds; pure: the AdminClient reads and writes) -------------------
+
+def reset_targets(group: str, topic, partitions, committed: dict, partitions_of
+                  ) -> list[TopicPartition]:
+    """The partitions an offset reset covers: ``topic`` (a name, names, or None for every topic
+    the group committed offsets for) and, with one topic, ``partitions`` of it.
+    ``partitions_of(names)`` is ``{topic: sorted partition ids}``."""
+    if topic is None:
+        topics = sorted({t for t, _ in committed})
+        if not topics:
+            raise errors.GroupIdNotFoundError(
+                f"consumer group '{group}' has no committed offsets; name the topic(s) to "
+                f"reset")
+    else:
+        topics = [topic] if isinstance(topic, str) else list(dict.fromkeys(topic))
+    known = partitions_of(topics)
+    tps: list[TopicPartition] = []
+    if partitions is not None:
+        if len(topics) != 1:
+            raise errors.InvalidRequestError("partitions can only be given with one topic")
+        have = known[topics[0]]
+        for p in partitions:
+            if p not in have:
+                raise errors.UnknownTopicOrPartitionError(
+                    f"topic '{topics[0]}' has no partition {p} (it has 0..{len(have) - 1})")
+            tps.append(TopicPartition(topics[0], int(p)))
+    else:
+        for t in topics:
+            tps += [TopicPartition(t, p) for p in known[t]]
+    return tps
+
+
+def plan_offsets_reset(tps: list, earliest: dict, latest: dict, committed: dict, *,
+                       to_earliest: bool, to_latest: bool, to_offset: int | None,
+                       shift_by: int | None) -> dict[TopicPartition, int]:
+    """``{tp: new offset}``, clamped into each log's range ``[earliest, latest]`` as Kafka's
+    tool does; ``committed`` is ``{(topic, partition): offset}`` (for ``shift_by``)."""
+    plan: dict[TopicPartition, int] = {}
+    for tp in tps:
+        low, high = earliest[tp], latest[tp]
+        if to_earliest:
+            target = low
+        elif to_latest:
+            target = high
+        elif to_offset is not None:
+            target = int(to_offset)
+        else:
+            current = committed.get((tp.topic, tp.partition))
+            if current is None:
+                raise errors.InvalidRequestError(
+                    f"cannot shift the offset of {tp}: the group has no committed offset "
+                    f"there; use to_earliest, to_latest or to_offset for it")
+            target = current + int(shift_by)
+        plan[tp] = min(max(target, low), high)
+    return plan

@@ -1,4 +1,4 @@
-"""A fake kafkalite cluster for the client unit tests (and bench/client_bench.py).
+"""A fake kafkalite cluster for the client unit tests.
 
 ``FakeCluster(n)`` starts ``n`` tiny threaded TCP brokers on 127.0.0.1 that speak the real
 envelope (``kafkalite.protocol``) and keep topics in memory as lists of record batches (the real
