@@ -329,13 +329,29 @@ class LocalCluster:
     def controller_id(self) -> int:
         return self.metadata([]).controller_id
 
-    def partition_metadata(self, topic: str, partition: int):
-        for t in self.metadata([topic]).topics:
+    def partition_metadata(self, topic: str, partition: int, brokers=None):
+        for t in self.metadata([topic], brokers=brokers).topics:
             for p in t.partitions:
                 if p.partition == partition:
                     return p
         return None
 
     def leader_of(self, topic: str, partition: int) -> int:
-        found = self.partition_metadata(topic, partition)
-        return -1 if found is None else found.leader
+        """The partition's leader as every live broker names it; -1 while they disagree (the
+        controller tells them one after another, as Kafka's does) or name none."""
+        named = set()
+        for broker in self.live_brokers():
+            try:
+                found = self.partition_metadata(topic, partition, brokers=[broker.broker_id])
+            except ClusterError:
+                continue            # it died or stopped answering: not a live view
+            named.add(-1 if found is None else found.leader)
+        return named.pop() if len(named) == 1 else -1
+
+    def wait_for_leader(self, topic: str, partition: int, timeout_s: float = 30.0) -> int:
+        """Wait until every live broker names the same leader for the partition; return it."""
+        def agreed():
+            leader = self.leader_of(topic, partition)
+            return (leader,) if leader >= 0 else None      # a tuple: broker 0 is a leader too
+        return wait_until(agreed, timeout_s,
+                          f"every live broker to name a leader for {topic}-{partition}")[0]

@@ -238,7 +238,7 @@ def stored_batches(cluster: LocalCluster, topic: str, partition: int,
     library in between, so a test sees the codec each batch was stored with."""
     from kafkalite.protocol.kafka import codec as kafka_codec
 
-    leader = cluster.brokers[cluster.leader_of(topic, partition)]
+    leader = cluster.brokers[cluster.wait_for_leader(topic, partition)]
     batches: list[BatchHeader] = []
     offset = 0
     correlation_id = 0

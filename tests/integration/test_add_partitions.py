@@ -142,7 +142,7 @@ def test_topics_alter_partitions(three_brokers, zk_connect, capsys):
                        "--replica-assignment", "1:4", *conn)
     assert code == 1 and "Unknown broker(s) in replica assignment: 4" in err
     assert cluster.partition_metadata("grow", 5).replicas == [3, 1]
-    assert cluster.leader_of("grow", 5) == 3
+    assert cluster.wait_for_leader("grow", 5) == 3
 
 
 def test_admin_client_create_partitions(three_brokers, zk_connect):
@@ -167,7 +167,7 @@ def test_admin_client_create_partitions(three_brokers, zk_connect):
     assert [(p.partition, p.replicas) for p in desc.partitions] == [
         (0, desc.partitions[0].replicas), (1, [3, 1, 2]), (2, [2, 3, 1])]
     wait_for(lambda: every_broker_sees(cluster, "a", 3), what="3 partitions of a everywhere")
-    assert {cluster.leader_of("a", 1), cluster.leader_of("a", 2)} == {3, 2}
+    assert {cluster.wait_for_leader("a", 1), cluster.wait_for_leader("a", 2)} == {3, 2}
 
     # after a controller failover: the new controller loaded them from ZooKeeper and adds more
     old = cluster.controller_id()

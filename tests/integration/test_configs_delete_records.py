@@ -185,7 +185,7 @@ def test_delete_records_moves_log_start_on_every_replica(two_brokers, capsys, tm
                                 "partition: dr-0\tlow_watermark: 7"]
 
     # the follower moved its log start too: after the leader goes, the new one starts at 7
-    leader = two_brokers.leader_of("dr", 0)
+    leader = two_brokers.wait_for_leader("dr", 0)
     two_brokers.terminate(leader)
 
     def new_leader_earliest():

@@ -71,7 +71,7 @@ def test_page_draws_the_cluster_and_follows_a_failover(kafkalite_cluster_factory
     console = ConsoleProcess(zk_connect, str(tmp_path / "console.log"))
     try:
         browser.get(console.url + "/")
-        leaders = {p: cluster.leader_of("orders", p) for p in range(3)}
+        leaders = {p: cluster.wait_for_leader("orders", p) for p in range(3)}
 
         def drawn():
             page = browser.execute_script(PAGE_STATE)

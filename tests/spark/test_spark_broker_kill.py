@@ -62,7 +62,7 @@ class LeaderKiller(threading.Thread):
                                 self.progress()), 240, "the job part-way through its tasks")
             if self._job_over.is_set():
                 return
-            self.victim = self.cluster.leader_of(self.topic, 0)
+            self.victim = self.cluster.wait_for_leader(self.topic, 0)
             self.cluster.kill(self.victim)
             self.killed_at = at
         except BaseException as exc:  # noqa: BLE001 - reported by job_over()

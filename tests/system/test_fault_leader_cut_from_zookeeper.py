@@ -56,8 +56,9 @@ def test_leader_cut_from_zookeeper_acknowledges_nothing_it_cannot_replicate(
     controller = cluster.controller_id()
     # a partition led by a broker that is not the controller (that case is the session expiry
     # of the controller, test_fault_session_expiry.py)
-    partition, old_leader = next((p, kafka.leader_of(TOPIC, p)) for p in range(PARTITIONS)
-                                 if kafka.leader_of(TOPIC, p) != controller)
+    leaders = {p: kafka.wait_for_leader(TOPIC, p) for p in range(PARTITIONS)}
+    partition, old_leader = next((p, leader) for p, leader in leaders.items()
+                                 if leader != controller)
     before = cluster.partition_state(TOPIC, partition)
     step(f"partition {partition} led by broker {old_leader} (epoch {before.leader_epoch}, "
          f"ISR {before.isr}); controller {controller}")
