@@ -201,10 +201,10 @@ def test_port_taken_fails_fast(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        started = time.monotonic()
+        # with an hour to wait, the test ends only if the launcher itself notices the port is
+        # taken (rather than waiting for a server that can never answer)
         with pytest.raises(ZooKeeperStartError, match="taken"):
-            ZooKeeperServer(tmp_path, port=port).start()
-        assert time.monotonic() - started < 5
+            ZooKeeperServer(tmp_path, port=port).start(timeout_s=3600)
 
 
 def test_config_allows_short_sessions(tmp_path):
