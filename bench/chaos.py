@@ -1,0 +1,331 @@
+"""Chaos: a randomised schedule of faults against 3 brokers and a 3-node ZooKeeper ensemble
+under an acks=all producer and a consumer, with Jepsen-style accounting at the end.
+
+    python bench/chaos.py --minutes N [--seed S] [--leader-kills 100 --each-other 20]
+                          [--no-namespaces] [--keep]
+
+Cluster: 3 brokers, a topic with 3 partitions, replication factor 3, min.insync.replicas 2;
+tests/system/replication_tools.BackgroundProducer (acks=all) and a consumer run throughout. As
+root every process runs in a network namespace of its own (kafkalite.testing.faults) and broker
+3's log dir is a tmpfs; otherwise, or with ``--no-namespaces``, everything runs on loopback and the
+faults that need cuts (or the tmpfs) are skipped, which the run says.
+
+Fault kinds (chaos_faults.py): leader kill -9 (+ restart), leader cut from ZooKeeper, leader cut
+from its followers, zombie controller (SIGSTOP past its session, SIGCONT), full disk (broker 3's
+tmpfs filled: it halts; freed, restarted), ZooKeeper quorum loss (2 of 3 nodes killed, then back),
+session expiry of a broker (SIGSTOP) and of the controller (cut from ZooKeeper). The schedule is
+``--leader-kills`` leader kills plus ``--each-other`` of every other kind, shuffled with the seed;
+no new fault starts after ``--minutes``. After each: heal, wait for recovery, log one line.
+
+At the end: every fault healed, the producer stopped, the consumer caught up, everything read
+back, the brokers stopped cleanly and their logs compared at rest. Prints per fault kind the
+count and failover/recovery times (min/p50/max), and acknowledged / lost / misplaced /
+duplicated / divergent / out-of-order counts (chaos_history.py says what each means).
+
+Exit status 1 when records were lost, misplaced or divergent, a live consumer read a record the
+log does not hold, or the cluster did not recover from a fault (the run stops at that fault,
+prints what it waited for, and keeps the logs); 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "system"))
+
+TOPIC, PARTITIONS = "chaos", 3
+DISK_BROKER = 3
+BROKER_SETTINGS = {"min.insync.replicas": 2, "unclean.leader.election.enable": "false"}
+
+log = logging.getLogger("chaos")
+
+
+class LoopbackNetwork:
+    """Where network namespaces cannot be made: every process on loopback, nothing to cut."""
+
+    def placement(self, _name):
+        from kafkalite.testing.procs import Placement
+
+        return Placement()
+
+    def heal(self, *_args):
+        pass
+
+    def cut(self, *_args, **_kwargs):
+        raise RuntimeError("links cannot be cut without network namespaces")
+
+    def describe(self):
+        return "loopback (no network namespaces)"
+
+    def rules_text(self):
+        return ""
+
+    def close(self):
+        pass
+
+
+def schedule(args, available, rng):
+    from chaos_faults import FAULTS
+
+    kinds = []
+    for kind in FAULTS:
+        if kind in available:
+            kinds += [kind] * (args.leader_kills if kind == "leader-kill" else args.each_other)
+    rng.shuffle(kinds)
+    return kinds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, required=True,
+                        help="start no new fault after this long (then account as usual)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--leader-kills", type=int, default=100)
+    parser.add_argument("--each-other", type=int, default=20,
+                        help="how many of each other fault kind")
+    parser.add_argument("--no-namespaces", action="store_true",
+                        help="run on loopback: process faults only")
+    parser.add_argument("--recovery-timeout", type=float, default=180)
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, data)")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("kafkalite").setLevel(logging.CRITICAL)   # clients log every retry
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+
+    workdir = tempfile.mkdtemp(prefix="kafkalite-chaos-")
+    run = Run(args, seed, workdir)
+    try:
+        failed = run.run()
+    finally:
+        run.teardown()
+    if failed or args.keep:
+        print(f"work dir kept: {workdir} (broker logs broker-N.log, ZooKeeper logs under zk/)")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if failed else 0
+
+
+class Run:
+    def __init__(self, args, seed, workdir):
+        self.args, self.seed, self.workdir = args, seed, workdir
+        self.started = time.monotonic()
+        self.network = self.ensemble = self.cluster = self.disk = None
+        self.producer = self.consumer = None
+
+    def say(self, what):
+        log.info("[%7.1f s] %s", time.monotonic() - self.started, what)
+
+    # ------------------------------------------------------------------------------- setup
+
+    def setup(self):
+        from chaos_faults import SmallDisk
+        from kafkalite.testing.faults.cluster import FaultCluster, start_ensemble
+        from kafkalite.testing.faults.network import FaultNetwork, FaultNetworkUnavailable
+
+        available = {"processes"}
+        skipped = []
+        if self.args.no_namespaces:
+            skipped.append("network faults (--no-namespaces)")
+        else:
+            try:
+                self.network = FaultNetwork().start()
+                available.add("network")
+            except FaultNetworkUnavailable as exc:
+                skipped.append(f"network faults ({exc})")
+        if self.network is None:
+            self.network = LoopbackNetwork()
+        self.ensemble = start_ensemble(self.network, os.path.join(self.workdir, "zk"))
+        self.cluster = FaultCluster(self.network, self.ensemble,
+                                    os.path.join(self.workdir, "brokers"), 3, BROKER_SETTINGS)
+        reason = SmallDisk.unavailable_reason()
+        if reason is None:
+            disk = SmallDisk(self.cluster.kafka.brokers[DISK_BROKER].log_dir, DISK_BROKER)
+            try:
+                disk.mount()
+                self.disk = disk
+                available.add("disk")
+            except OSError as exc:
+                reason = str(exc)
+        if reason is not None:
+            skipped.append(f"full disk ({reason})")
+        self.cluster.start()
+        return available, skipped
+
+    # --------------------------------------------------------------------------------- run
+
+    def run(self) -> bool:
+        from chaos_faults import FAULTS, Chaos, ChaosStuck
+        from chaos_history import FaultTiming, timing_table
+        from chaos_workload import LiveConsumer, Probes
+        from kafkalite.testing.cluster import wait_until
+        from replication_tools import BackgroundProducer, create_topic
+
+        rng = random.Random(self.seed)
+        available, skipped = self.setup()
+        kafka = self.cluster.kafka
+        kinds = schedule(self.args, {k for k, (_f, need) in FAULTS.items() if need in available},
+                         rng)
+        self.say(f"seed {self.seed}; 3 brokers {kafka.bootstrap_servers}, ZooKeeper "
+                 f"{self.ensemble.connect_string} ({self.network.describe()}); "
+                 f"{len(kinds)} faults within {self.args.minutes:g} min")
+        for what in skipped:
+            self.say(f"SKIPPED: {what}")
+        create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
+        replicas = {}
+        for p in range(PARTITIONS):
+            meta = wait_until(lambda: kafka.partition_metadata(TOPIC, p), 30,
+                              f"partition {p} in the metadata")
+            replicas[p] = list(meta.replicas)
+        self.probes = Probes(TOPIC)
+        self.producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
+        self.consumer = LiveConsumer(kafka.bootstrap_servers, TOPIC, PARTITIONS).start()
+        chaos = Chaos(self.cluster, TOPIC, replicas, rng, self.probes, self.producer,
+                      self.disk, self.args.recovery_timeout)
+        self.chaos = chaos
+        chaos.recover(time.monotonic())
+        chaos.producer_going_on(200)
+        self.say(f"cluster up, topic {TOPIC} ({PARTITIONS} partitions, rf 3, "
+                 f"min.insync.replicas 2), producer and consumer running")
+
+        timings, stuck = [], None
+        deadline = self.started + self.args.minutes * 60
+        for number, kind in enumerate(kinds, 1):
+            if time.monotonic() > deadline:
+                self.say(f"time is up after {number - 1} of {len(kinds)} faults")
+                break
+            before = self.producer.acked_count()
+            began = time.monotonic()
+            try:
+                result = FAULTS[kind][0](chaos)
+                chaos.producer_going_on()
+            except ChaosStuck as exc:
+                stuck = (number, kind, exc)
+                self.say(f"#{number} {kind}: STUCK: {exc}")
+                break
+            timings.append(FaultTiming(kind, result.failover_s, result.recovery_s))
+            failover = "-" if result.failover_s is None else f"{result.failover_s:6.2f} s"
+            pace = (time.monotonic() - self.started) / number
+            self.say(f"#{number}/{len(kinds)} {kind:<26} {result.target:<18} failover "
+                     f"{failover:>8}  recovery {result.recovery_s:6.2f} s  "
+                     f"({time.monotonic() - began:5.1f} s in all)  acked "
+                     f"{self.producer.acked_count()} (+{self.producer.acked_count() - before})"
+                     f"  consumed {self.consumer.count()}  {result.note}"
+                     f"  [~{pace * (len(kinds) - number) / 60:.0f} min left]")
+
+        done = {}
+        for timing in timings:
+            done[timing.kind] = done.get(timing.kind, 0) + 1
+        print("\nfaults completed: " + ", ".join(f"{k} {done.get(k, 0)}/{kinds.count(k)}"
+                                                for k in dict.fromkeys(kinds)))
+        print(timing_table(timings, list(FAULTS)))
+        if stuck is not None:
+            self.report_stuck(*stuck)
+        result = self.account()
+        return result.failed or stuck is not None
+
+    def report_stuck(self, number, kind, exc):
+        path = os.path.join(self.workdir, "stuck.txt")
+        with open(path, "w") as fh:
+            fh.write(f"fault #{number} {kind} (seed {self.seed}): {exc}\n\n")
+            fh.write(self.cluster.describe())
+        print(f"\nTHE CLUSTER DID NOT RECOVER from fault #{number} ({kind}, seed {self.seed}):"
+              f"\n  {exc}\n  broker and ZooKeeper log tails, nft rules: {path}")
+
+    # -------------------------------------------------------------------------- accounting
+
+    def account(self):
+        from chaos_faults import ChaosStuck
+        from chaos_history import account, accounting_table, consumer_mismatches
+        from chaos_workload import end_offsets, read_back
+        from replication_tools import replica_divergence
+
+        kafka, chaos = self.cluster.kafka, self.chaos
+        self.say("healing everything for the accounting")
+        self.cluster.restore()
+        for broker_id, broker in kafka.brokers.items():
+            if not broker.running:
+                kafka.restart(broker_id, wait=False)
+        try:
+            chaos.recover(time.monotonic())
+        except ChaosStuck as exc:
+            self.say(f"not recovered before the accounting: {exc}")
+        self.producer.stop()
+        failures = dict(self.producer.failure_kinds())
+        self.say(f"producer stopped: sent {self.producer.sent}, acknowledged "
+                 f"{len(self.producer.acknowledged)}, failed sends {failures}")
+        acked_ends = {}
+        for _k, _s, p, o in self.producer.acknowledged:
+            acked_ends[p] = max(acked_ends.get(p, 0), o + 1)
+        for _v, p, o in self.probes.acknowledged:
+            acked_ends[p] = max(acked_ends.get(p, 0), o + 1)
+        try:
+            ends = chaos.wait(lambda: (lambda e: e if all(e[p] >= acked_ends.get(p, 0)
+                                                          for p in e) else None)(
+                end_offsets(kafka.bootstrap_servers, TOPIC, PARTITIONS)), 120,
+                "high watermarks covering every acknowledged offset")
+        except ChaosStuck as exc:
+            self.say(str(exc))
+            ends = end_offsets(kafka.bootstrap_servers, TOPIC, PARTITIONS)
+        try:
+            chaos.wait(lambda: all(self.consumer.next_offsets()[p] >= ends[p] for p in ends),
+                       300, "the live consumer to read up to the high watermarks")
+        except ChaosStuck as exc:
+            self.say(f"{exc} (it read {self.consumer.next_offsets()} of {ends})")
+        self.consumer.stop()
+        reads = read_back(kafka.bootstrap_servers, TOPIC, PARTITIONS, ends)
+        result = account(self.producer.acknowledged, self.probes.acknowledged, reads)
+        live = {p: {o: v for o, v in r.items() if o < ends[p]}
+                for p, r in self.consumer.reads.items()}
+        result.consumer_mismatches = consumer_mismatches(live, reads)
+        self.say(f"read back {result.read} records below the high watermarks {ends}; "
+                 f"stopping the brokers to compare their logs at rest")
+        kafka.stop()
+        for partition, mark in sorted(ends.items()):
+            dirs = {b: os.path.join(kafka.brokers[b].log_dir, f"{TOPIC}-{partition}")
+                    for b in chaos.replicas[partition]}
+            result.divergent += [f"partition {partition} {problem}"
+                                 for problem in replica_divergence(dirs, mark)]
+        print()
+        print(accounting_table(result))
+        for name, items in (("lost", result.lost), ("misplaced", result.misplaced),
+                            ("divergent", result.divergent),
+                            ("out of order", result.out_of_order),
+                            ("live consumer mismatches", result.consumer_mismatches)):
+            for item in items[:10]:
+                print(f"  {name}: {item}")
+        print(f"\nseed {self.seed}; {'FAILED' if result.failed else 'OK'}")
+        return result
+
+    def teardown(self):
+        for part in (self.producer, self.consumer):
+            if part is not None:
+                try:
+                    part.stop()
+                except Exception:  # noqa: BLE001 - tearing down anyway
+                    pass
+        if self.cluster is not None:
+            try:
+                self.cluster.network.heal()
+            except Exception:  # noqa: BLE001
+                pass
+            self.cluster.stop()
+        if self.ensemble is not None:
+            self.ensemble.stop()
+        if self.disk is not None:
+            self.disk.unmount()
+        if self.network is not None:
+            self.network.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
