@@ -24,7 +24,8 @@ class _BrokerQueue:
         self.broker_id = broker_id
         self.channel = BrokerChannel(manager.reactor, host, port,
                                      client_id=f"controller-{manager.controller_id}",
-                                     request_timeout_s=manager.request_timeout_s)
+                                     request_timeout_s=manager.request_timeout_s,
+                                     connect=manager.connect)
         self.queue: deque[tuple[object, defer.Deferred]] = deque()
         self.sending = False
         self.removed = False
@@ -71,8 +72,9 @@ class _BrokerQueue:
 
 class ControllerChannelManager:
     def __init__(self, reactor, controller_id: int, request_timeout_s: float = 30.0,
-                 backoff_s: float = 0.2):
+                 backoff_s: float = 0.2, connect=None):
         self.reactor = reactor
+        self.connect = connect          # TLS/SASL to the brokers (security.client_transport)
         self.controller_id = controller_id
         self.request_timeout_s = request_timeout_s
         self.backoff_s = backoff_s

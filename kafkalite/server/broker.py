@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from twisted.application import service
 from twisted.internet import defer, task
@@ -24,6 +25,7 @@ from zk_schema.brokers import BrokerRegistration, format_endpoint
 
 from kafkalite import errors
 from kafkalite.config import BrokerConfig
+from kafkalite.controller.channel_manager import ControllerChannelManager
 from kafkalite.controller.controller import Controller
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.log_store import OffsetsLogStore
@@ -141,7 +143,10 @@ class BrokerService(service.MultiService):
             self.group_coordinator.start()
         self._bind_listeners()
         await self._register()
-        self.controller = Controller(self.broker_id, self.zk, self.tzk, self.reactor, config)
+        self.controller = Controller(
+            self.broker_id, self.zk, self.tzk, self.reactor, config,
+            channel_manager_factory=partial(ControllerChannelManager,
+                                            connect=self.security.controller_connect))
         self.controller.start()
         self._loop(self._checkpoint_high_watermarks,
                    config.replica_high_watermark_checkpoint_interval_ms / 1000.0)
@@ -374,7 +379,8 @@ class BrokerService(service.MultiService):
                         raise errors.NotControllerError("controller unknown")
                     channel = BrokerChannel(self.reactor, endpoint.host, endpoint.port,
                                             client_id=f"broker-{self.broker_id}",
-                                            request_timeout_s=10.0)
+                                            request_timeout_s=10.0,
+                                            connect=self.security.inter_broker_connect)
                     try:
                         response = await channel.request(m.ControlledShutdownRequest(
                             broker_id=self.broker_id, broker_epoch=self.broker_epoch))

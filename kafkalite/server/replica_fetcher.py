@@ -44,7 +44,8 @@ class ReplicaFetcher:
         self.channel = BrokerChannel(self.broker.reactor, host, port,
                                      client_id=f"replica-fetcher-{self.broker.broker_id}",
                                      request_timeout_s=config.replica_socket_timeout_ms / 1000.0,
-                                     max_frame_bytes=config.socket_request_max_bytes)
+                                     max_frame_bytes=config.socket_request_max_bytes,
+                                     connect=self.broker.security.inter_broker_connect)
         self.partitions: dict[tuple[str, int], _FetchState] = {}
         self.running = False
         self.stopped = False
