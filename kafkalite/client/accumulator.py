@@ -1,7 +1,9 @@
 """The producer's record accumulator: per-partition batches waiting to be sent.
 
-``send()`` appends a ``(timestamp, key, value, headers)`` tuple to the partition's open batch
-under one short lock; nothing is encoded then. A batch *closes* when it reaches ``batch_size``
+``send()`` appends a record to the partition's open batch under one short lock; nothing is
+encoded then. Batches keep their records as columns (timestamps, values, and keys and headers
+once one appears), which is what the encoder takes. A plain ``send(topic, value)`` picks its
+partition and appends in one call (``append_sticky``: the topic's sticky partition's open batch). A batch *closes* when it reaches ``batch_size``
 (estimated bytes) and becomes *sendable* when closed, when ``linger_ms`` has passed since its
 first record, or when a flush or close is in progress. With ``linger_ms=0`` (the producer's
 default, as Kafka's) an open batch is sendable at once -- but only while no unit of its partition
@@ -11,7 +13,7 @@ answer comes back, which is what makes a busy ``send()`` loop batch without any 
 The sender thread ``drain``s: per partition whose leader is known and can take a request, it
 takes the sendable batches in order -- plus the open batch behind them, which would otherwise
 only wait for its linger -- as ONE *unit*, and the sender encodes the unit as a single record
-batch (``build_batch``, aiokafka's C codec) outside the lock. Coalescing several closed
+batch (``record.batch.build_batch_columns``, aiokafka's C codec) outside the lock. Coalescing several closed
 ``batch_size`` batches into one wire batch (up to ``coalesce_bytes``) is what lets one partition
 keep up with a fast producer while only one unit per partition is in flight: each unit's batches
 keep their own ``BatchResult``, resolved with ``base_offset + records before them``.
@@ -27,26 +29,66 @@ import time
 from collections import deque
 from typing import Callable
 
-from kafkalite.client.future import BatchResult
+from kafkalite.client.future import BatchResult, FutureRecordMetadata
 from kafkalite.errors import KafkaTimeoutError
 
-__all__ = ["ProducerBatch", "ProduceUnit", "RecordAccumulator"]
+__all__ = ["ProducerBatch", "ProduceUnit", "RecordAccumulator", "RECORD_OVERHEAD",
+           "HEADER_OVERHEAD"]
+
+# Upper estimates of a record's bytes besides key, value and headers in Kafka's v2 layout (varint
+# length, attributes, timestamp/offset deltas, key/value lengths, header count), and of a header's
+# besides its name and value (two varint lengths): what batch sizes are counted in
+RECORD_OVERHEAD = 16
+HEADER_OVERHEAD = 6
 
 
 class ProducerBatch:
-    """Records appended to one partition, not yet encoded."""
+    """Records appended to one partition, not yet encoded, kept as columns (what the encoder
+    takes): timestamps and values always, keys and headers only once a record has one (None
+    until then: all None)."""
 
-    __slots__ = ("tp", "records", "size", "created", "result")
+    __slots__ = ("tp", "stamps", "values", "keys", "headers", "size", "created", "result")
 
     def __init__(self, tp, created: float):
         self.tp = tp
-        self.records: list[tuple] = []
+        self.stamps: list[int] = []
+        self.values: list = []
+        self.keys: list | None = None
+        self.headers: list | None = None
         self.size = 0
         self.created = created
         self.result = BatchResult(tp[0], tp[1])
 
+    def add(self, timestamp: int, key, value, headers) -> int:
+        """Append one record; returns its index in the batch."""
+        stamps = self.stamps
+        index = len(stamps)
+        stamps.append(timestamp)
+        self.values.append(value)
+        keys = self.keys
+        if keys is not None:
+            keys.append(key)
+        elif key is not None:
+            self.keys = [None] * index + [key]
+        column = self.headers
+        if column is not None:
+            column.append(headers)
+        elif headers is not None:
+            self.headers = [None] * index + [headers]
+        return index
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    @property
+    def records(self) -> list[tuple]:
+        """``(timestamp, key, value, headers)`` tuples (for tests and debugging)."""
+        n = len(self.stamps)
+        return list(zip(self.stamps, self.keys or [None] * n, self.values,
+                        self.headers or [None] * n))
+
     def __repr__(self) -> str:
-        return f"<ProducerBatch {self.tp[0]}-{self.tp[1]} {len(self.records)} records>"
+        return f"<ProducerBatch {self.tp[0]}-{self.tp[1]} {len(self.stamps)} records>"
 
 
 class ProduceUnit:
@@ -59,7 +101,7 @@ class ProduceUnit:
         self.tp = tp
         self.batches = batches
         self.size = size
-        self.record_count = sum(len(b.records) for b in batches)
+        self.record_count = sum(len(b.stamps) for b in batches)
         self.data: bytes | None = None
         self.attempts = 0
         self.retry_at = 0.0
@@ -67,24 +109,40 @@ class ProduceUnit:
         self.base_sequence = -1
         self.no_coalesce = False
 
-    def records(self) -> list[tuple]:
-        if len(self.batches) == 1:
-            return self.batches[0].records
-        out: list[tuple] = []
-        for b in self.batches:
-            out.extend(b.records)
-        return out
+    def columns(self) -> tuple[list, list | None, list, list | None]:
+        """``(timestamps, keys, values, headers)`` of every record, in order; keys or headers
+        None when no record has one."""
+        batches = self.batches
+        if len(batches) == 1:
+            b = batches[0]
+            return b.stamps, b.keys, b.values, b.headers
+        stamps: list = []
+        values: list = []
+        for b in batches:
+            stamps += b.stamps
+            values += b.values
+        return stamps, _joined(batches, "keys"), values, _joined(batches, "headers")
 
     def resolve(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
         offset = base_offset
         for b in self.batches:
             b.result.resolve(offset if base_offset >= 0 else -1, log_append_time,
                              log_start_offset)
-            offset += len(b.records)
+            offset += len(b.stamps)
 
     def fail(self, error: BaseException) -> None:
         for b in self.batches:
             b.result.fail(error)
+
+
+def _joined(batches: list[ProducerBatch], name: str) -> list | None:
+    if all(getattr(b, name) is None for b in batches):
+        return None
+    out: list = []
+    for b in batches:
+        column = getattr(b, name)
+        out += column if column is not None else [None] * len(b.stamps)
+    return out
 
 
 class _PartitionQueue:
@@ -116,6 +174,7 @@ class RecordAccumulator:
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._queues: dict[tuple, _PartitionQueue] = {}
+        self._sticky: dict[str, _PartitionQueue] = {}   # topic -> its sticky partition's queue
         self._incomplete: set[BatchResult] = set()
         self.buffered = 0
         self._flushing = 0
@@ -146,9 +205,7 @@ class RecordAccumulator:
                 self._incomplete.add(batch.result)
             else:
                 wake = False
-            records = batch.records
-            index = len(records)
-            records.append(record)
+            index = batch.add(*record)
             batch.size += size
             self.buffered += size
             if batch.size >= self.batch_size:
@@ -158,6 +215,51 @@ class RecordAccumulator:
         if wake:
             self._wakeup()
         return batch.result, index
+
+    def append_sticky(self, topic: str, timestamp: int, value: bytes, size: int):
+        """Partitioning and the append in one step, for a record without key or headers (the
+        common ``send(topic, value)``): the record goes into the open batch of ``topic``'s
+        sticky partition (``set_sticky``) and its FutureRecordMetadata is returned. None when
+        that partition has no open batch with room, or the buffer is full: the producer then
+        picks the partition (the sticky partitioner moves on at a new batch) and calls
+        ``append``."""
+        with self._lock:
+            q = self._sticky.get(topic)
+            if q is None:
+                return None
+            batch = q.open
+            if (batch is None or batch.size + size > self.batch_size
+                    or self.buffered + size > self.buffer_memory):
+                return None
+            stamps = batch.stamps
+            index = len(stamps)
+            stamps.append(timestamp)
+            batch.values.append(value)
+            if batch.keys is not None:
+                batch.keys.append(None)
+            if batch.headers is not None:
+                batch.headers.append(None)
+            batch.size += size
+            self.buffered += size
+            full = batch.size >= self.batch_size
+            if full:
+                q.closed.append(batch)
+                q.open = None
+        if full:
+            self._wakeup()
+        return FutureRecordMetadata(batch.result, index, timestamp, -1, size - RECORD_OVERHEAD)
+
+    def set_sticky(self, topic: str, tp) -> None:
+        """``tp`` is ``topic``'s sticky partition now (None: it has none, e.g. the topic's
+        partitions changed)."""
+        with self._lock:
+            if tp is None:
+                self._sticky.pop(topic, None)
+                return
+            q = self._queues.get(tp)
+            if q is None:
+                q = self._queues[tp] = _PartitionQueue()
+            self._sticky[topic] = q
 
     def _wait_for_space(self, size: int, max_block: float) -> None:
         deadline = time.monotonic() + max_block

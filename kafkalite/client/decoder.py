@@ -10,13 +10,14 @@ drops the records below the position, and builds the tuples with C-level ``map``
 
 Errors are the strict reader's: a header that is not a batch's is handed to
 ``kafkalite.record.read_batch``, which raises CorruptRecordError saying what is wrong, and
-``record.v2.decode`` raises it for a records section that does not parse.
+``record.v2`` raises it for a records section that does not parse.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import repeat
+from itertools import repeat, tee
+from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -35,12 +36,18 @@ from kafkalite.record.header import (
     MAGIC_POS,
     TIMESTAMP_TYPE_BIT,
 )
-from kafkalite.record.v2 import columns, decode
+from kafkalite.record.v2 import check_offsets, not_records, open_batch
 
 __all__ = ["DecodedFetch", "decode_records", "scan_batches"]
 
 _unpack_header = HEADER.unpack_from
 _new = tuple.__new__
+_offset_of = attrgetter("offset")
+_offset_in = itemgetter(2)                 # a ConsumerRecord's offset
+_timestamp_of = attrgetter("timestamp")
+_key_of = attrgetter("key")
+_value_of = attrgetter("value")
+_headers_of = attrgetter("headers")
 
 
 class DecodedFetch(NamedTuple):
@@ -131,21 +138,26 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
 
 
 def _decode_batch(view, pos, size, base, attributes, last_delta, topic, partition, position):
-    records, offsets = decode(view, pos, size, base, attributes, last_delta)
-    start = 0
+    # Streamed: aiokafka makes one record object (and a headers list) per record, and each is
+    # gone as soon as its ConsumerRecord is built (tee keeps only the one record the five
+    # column readers are at). Materialising them first left thousands alive through the
+    # garbage collector's young collections, which then cost more than the decoding (gc on).
+    records_of = tee(open_batch(view, pos, size, base, attributes), 5)
+    tstype = 1 if attributes & TIMESTAMP_TYPE_BIT else 0
+    try:
+        records = list(map(_new, repeat(ConsumerRecord), zip(
+            repeat(topic), repeat(partition), map(_offset_of, records_of[0]),
+            map(_timestamp_of, records_of[1]), repeat(tstype), map(_key_of, records_of[2]),
+            map(_value_of, records_of[3]), map(tuple, map(_headers_of, records_of[4])))))
+    except Exception as exc:  # CorruptRecordException, UnicodeDecodeError (a header name), ...
+        raise not_records(exc, pos, base) from None
+    offsets = list(map(_offset_in, records))
+    check_offsets(offsets, pos, base, last_delta)
     if base < position:  # a fetch from inside this batch: drop what comes before the position
         start = bisect_left(offsets, position)
         if start:
             records = records[start:]
-            offsets = offsets[start:]
-    n = len(records)
-    if not n:
-        return records
-    timestamps, keys, values, headers = columns(records)
-    tstype = 1 if attributes & TIMESTAMP_TYPE_BIT else 0
-    return list(map(_new, repeat(ConsumerRecord, n),
-                    zip(repeat(topic, n), repeat(partition, n), offsets, timestamps,
-                        repeat(tstype, n), keys, values, headers)))
+    return records
 
 
 def _deserialize(records: list, key_deserializer, value_deserializer) -> list:

@@ -20,7 +20,9 @@ from kafkalite.errors import KafkaTimeoutError
 
 log = logging.getLogger(__name__)
 
-# guards callback registration against a concurrent resolve (rare: only with callbacks)
+# guards callback registration and waiting against a concurrent resolve (only taken by a
+# callback or a wait, never by send(): a batch's result is two attribute stores until somebody
+# waits on it)
 _CALLBACK_LOCK = threading.Lock()
 
 __all__ = ["BatchResult", "FutureRecordMetadata"]
@@ -40,7 +42,7 @@ class BatchResult:
         self.log_start_offset = -1
         self.error: BaseException | None = None
         self.done = False
-        self._event = threading.Event()
+        self._event: threading.Event | None = None   # made by the first wait()
         self._callbacks: list | None = None
 
     def resolve(self, base_offset: int, log_append_time: int = -1,
@@ -62,13 +64,23 @@ class BatchResult:
         with _CALLBACK_LOCK:
             self.done = True
             callbacks, self._callbacks = self._callbacks, None
-        self._event.set()
+            event = self._event
+        if event is not None:
+            event.set()
         if callbacks:
             for future, fn, args, kwargs, on_success in callbacks:
                 future._call(fn, args, kwargs, on_success)
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._event.wait(timeout)
+        if self.done:
+            return True
+        with _CALLBACK_LOCK:
+            if self.done:
+                return True
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        return event.wait(timeout)
 
     def add(self, future, fn, args, kwargs, on_success: bool) -> bool:
         """Register a callback; False if already done (the caller runs it itself)."""

@@ -47,6 +47,7 @@ import threading
 import time
 
 from kafkalite import errors
+from kafkalite.client.accumulator import HEADER_OVERHEAD, RECORD_OVERHEAD
 from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID
 from kafkalite.client.failure_log import RepeatedFailureLog
@@ -68,14 +69,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Producer", "RepeatedFailureLog"]
 
-# Upper estimates of a record's bytes besides key, value and headers in Kafka's v2 layout (varint
-# length, attributes, timestamp/offset deltas, key/value lengths, header count), and of a header's
-# besides its name and value (two varint lengths)
-RECORD_OVERHEAD = 16
-HEADER_OVERHEAD = 6
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _MAX_COALESCE = 1 << 20  # stay under the broker's default max.message.bytes (1048588)
 _KEY_CACHE_SIZE = 65536
+_time_ns = time.time_ns
 
 
 def _headers_size(headers) -> tuple[tuple, int]:
@@ -188,11 +185,17 @@ class Producer:
         self._sender = Sender(self, coalesce, self._sender_died)
         self._accumulator = self._sender.accumulator
         self._append = self._accumulator.append
+        self._append_sticky = self._accumulator.append_sticky
         self._closed = False
+        # send()'s fast path: a bytes value, Kafka's partitioner, no serializer, and a record
+        # that fits (the size checks of the full path, folded into one bound)
+        self._fast = default and value_serializer is None
+        self._fast_max_size = min(max_request_size - HEADER_SIZE, buffer_memory)
         self._sender.start()
 
     def _sender_died(self) -> None:
         self._closed = True
+        self._fast = False
 
     # --- metadata ---------------------------------------------------------------------------
     def _on_metadata(self, snapshot) -> None:
@@ -201,6 +204,7 @@ class Producer:
             if ids:
                 if self._partitions.get(topic) != ids and self._sticky is not None:
                     self._sticky.pop(topic, None)
+                    self._accumulator.set_sticky(topic, None)
                 self._partitions[topic] = ids
                 self._available[topic] = snapshot.available.get(topic) or ids
 
@@ -228,6 +232,21 @@ class Producer:
     def send(self, topic: str, value=None, key=None, partition: int | None = None,
              timestamp_ms: int | None = None, headers=None) -> FutureRecordMetadata:
         """Queue one record; returns a future resolving to its RecordMetadata."""
+        # the plain record -- no key, partition, timestamp or headers, a bytes value -- goes
+        # straight into its sticky partition's open batch: one call, one lock, one small
+        # future (accumulator.append_sticky); anything else, or no open batch with room, takes
+        # the full path below
+        if (key is None and partition is None and timestamp_ms is None and headers is None
+                and type(value) is bytes and self._fast):
+            size = len(value) + RECORD_OVERHEAD
+            if size <= self._fast_max_size:
+                future = self._append_sticky(topic, _time_ns() // 1000000, value, size)
+                if future is not None:
+                    return future
+        return self._send(topic, value, key, partition, timestamp_ms, headers)
+
+    def _send(self, topic: str, value, key, partition: int | None, timestamp_ms: int | None,
+              headers) -> FutureRecordMetadata:
         if self._closed:
             if self._sender.failure is not None:
                 raise self._sender.failure
@@ -271,7 +290,7 @@ class Producer:
         if parts is None:
             parts = self._wait_on_metadata(topic)
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1000000
+            timestamp_ms = _time_ns() // 1000000
         elif type(timestamp_ms) is not int:
             raise TypeError(f"timestamp_ms must be an int, got {type(timestamp_ms).__name__}")
         record = (timestamp_ms, key, value, headers)
@@ -324,6 +343,7 @@ class Producer:
             self._partitioner.on_new_batch(topic, parts, available)
         partition = self._partitioner.partition(topic, None, parts, available)
         self._sticky[topic] = partition
+        self._accumulator.set_sticky(topic, (topic, partition))
         return partition
 
     def _check_partition(self, topic: str, partition) -> list[int]:
@@ -368,6 +388,7 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        self._fast = False
         self._accumulator.begin_close()
         self._sender.initiate_close()
         if threading.current_thread() is self._sender:

@@ -24,7 +24,7 @@ from kafkalite.client.failure_log import RepeatedFailureLog
 from kafkalite.client.io_loop import IoLoop
 from kafkalite.errors import KafkaError, KafkaTimeoutError
 from kafkalite.protocol.messages import InitProducerIdRequest, ProduceRequest
-from kafkalite.record import build_batch
+from kafkalite.record.batch import build_batch_columns
 
 log = logging.getLogger("kafkalite.client.producer")
 
@@ -248,9 +248,10 @@ class Sender(threading.Thread):
                     self._sequences[unit.tp] = (unit.base_sequence + unit.record_count) \
                         & 0x7FFFFFFF
                 seq = unit.base_sequence
-            unit.data = build_batch(unit.records(), self.codec, producer_id=pid,
-                                    producer_epoch=epoch, base_sequence=seq,
-                                    compression_level=self.level)
+            # from the accumulator's columns, unchecked: send() validated every record
+            unit.data = build_batch_columns(*unit.columns(), self.codec, producer_id=pid,
+                                            producer_epoch=epoch, base_sequence=seq,
+                                            compression_level=self.level)
         return unit.data
 
     def _send_units(self, node: int, units: list[ProduceUnit]) -> None:

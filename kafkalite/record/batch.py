@@ -36,8 +36,8 @@ from kafkalite.record.v2 import (
 )
 
 __all__ = [
-    "Record", "BatchBuilder", "build_batch", "read_batch", "iter_batches", "iter_records",
-    "validate_batch_bytes", "CREATE_TIME", "LOG_APPEND_TIME",
+    "Record", "BatchBuilder", "build_batch", "build_batch_columns", "read_batch",
+    "iter_batches", "iter_records", "validate_batch_bytes", "CREATE_TIME", "LOG_APPEND_TIME",
 ]
 
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
@@ -48,6 +48,9 @@ _INT = frozenset({int})
 _IN_BYTES = frozenset({bytes, bytearray, memoryview, _NoneType})
 _RECORD_SHAPE = frozenset({4})
 _NO_HEADERS: list = []  # shared by every header-less record: aiokafka only reads it
+# validated header settings of build_batch_columns (the producer's: a handful of (codec, producer
+# id, epoch, sequence) combinations; an idempotent producer's sequences fill it, then it stops)
+_SEALERS: dict = {}
 # what aiokafka raises for a value it cannot write: a non-contiguous buffer (BufferError), a
 # header name that is not encodable as UTF-8 (UnicodeEncodeError, a ValueError), a huge length
 _ENCODE_ERRORS = (BufferError, ValueError, OverflowError)
@@ -253,6 +256,10 @@ def build_batch(records, compression="none", base_offset: int = 0,
         bad = next(i for i, v in enumerate(values) if type(v) not in _IN_BYTES)
         raise TypeError(f"record {bad}: value must be bytes or None, got "
                         f"{type(values[bad]).__name__}")
+    return _build_columns(sealer, n, timestamps, keys, values, headers)
+
+
+def _build_columns(sealer: _Sealer, n: int, timestamps, keys, values, headers) -> bytes:
     first = timestamps[0]
     max_ts = max(timestamps)
     _check_timestamp_spread(first, min(timestamps), max_ts)
@@ -266,3 +273,28 @@ def build_batch(records, compression="none", base_offset: int = 0,
     except _ENCODE_ERRORS as exc:
         raise ValueError(f"cannot encode records: {exc}") from exc
     return sealer.seal(builder.build(), n, n - 1, first, max_ts)
+
+
+def build_batch_columns(timestamps: list, keys: list | None, values: list,
+                        headers: list | None, compression="none", *, producer_id: int = -1,
+                        producer_epoch: int = -1, base_sequence: int = -1,
+                        compression_level: int | None = None) -> bytes:
+    """``build_batch`` from columns whose types the caller vouches for: the producer's
+    accumulator, filled by ``send()``, which checked every key, value, timestamp and header.
+    ``keys``/``headers`` None means none at all. The per-record type passes are skipped (the
+    timestamps' spread is still checked, encoding errors still raised); the header fields'
+    validation is done once per settings and cached. Same bytes as ``build_batch``."""
+    n = len(timestamps)
+    if n == 0:
+        raise IllegalStateError("cannot build a record batch with no records")
+    if n > I32_MAX:
+        raise ValueError(f"{n} records do not fit one batch")
+    settings = (compression, producer_id, producer_epoch, base_sequence, compression_level)
+    sealer = _SEALERS.get(settings)
+    if sealer is None:
+        sealer = _Sealer(compression, 0, -1, producer_id, producer_epoch, base_sequence,
+                         CREATE_TIME, compression_level)
+        if len(_SEALERS) < 64:
+            _SEALERS[settings] = sealer
+    return _build_columns(sealer, n, timestamps, repeat(None, n) if keys is None else keys,
+                          values, () if headers is None else headers)

@@ -154,6 +154,21 @@ def decode(view: memoryview, pos: int, size: int, base_offset: int, attributes: 
     ``0..last_offset_delta``. CorruptRecordError for anything malformed. (A timestamp delta that
     overflows int64 wraps around, as in aiokafka and Kafka's Java reader: it is not detected.)
     """
+    batch = open_batch(view, pos, size, base_offset, attributes)
+    try:
+        records = list(batch)
+    except Exception as exc:  # CorruptRecordException, UnicodeDecodeError (a header name), ...
+        raise not_records(exc, pos, base_offset) from None
+    offsets = list(map(_offset_of, records))
+    check_offsets(offsets, pos, base_offset, last_offset_delta)
+    return records, offsets
+
+
+def open_batch(view: memoryview, pos: int, size: int, base_offset: int,
+               attributes: int) -> DefaultRecordBatch:
+    """aiokafka's reader over the batch at ``view[pos:pos + size]`` (decompressed first): its
+    records come out one by one as it is iterated, and the errors it raises then are
+    ``not_records``' to explain."""
     codec = attributes & COMPRESSION_MASK
     if codec:
         if codec not in _codec.SUPPORTED:
@@ -170,27 +185,33 @@ def decode(view: memoryview, pos: int, size: int, base_offset: int, attributes: 
         buf = view[pos:pos + size]
     else:  # e.g. an mmap: copy, so no read can run past the end of mapped memory
         buf = bytes(view[pos:pos + size])
-    try:
-        records = list(DefaultRecordBatch(buf))
-    except Exception as exc:  # CorruptRecordException, UnicodeDecodeError (a header name), ...
-        detail = (exc.args[0] if type(exc) is CorruptRecordException and exc.args
-                  else f"{type(exc).__name__}: {exc}")
-        raise CorruptRecordError(f"{_where(pos, base_offset)}: records section is not valid "
-                                 f"Kafka v2 records ({detail})") from None
-    offsets = list(map(_offset_of, records))
-    if offsets:
-        if offsets[0] < base_offset or offsets[-1] > base_offset + last_offset_delta:
-            raise CorruptRecordError(
-                f"{_where(pos, base_offset)}: offset deltas {offsets[0] - base_offset}.."
-                f"{offsets[-1] - base_offset} fall outside 0..{last_offset_delta} "
-                f"(last_offset_delta)")
-        if not all(map(lt, offsets, offsets[1:])):
-            bad = next(i for i in range(1, len(offsets)) if offsets[i] <= offsets[i - 1])
-            raise CorruptRecordError(
-                f"{_where(pos, base_offset)}: record {bad} has offset delta "
-                f"{offsets[bad] - base_offset} after {offsets[bad - 1] - base_offset}; "
-                f"deltas must increase")
-    return records, offsets
+    return DefaultRecordBatch(buf)
+
+
+def not_records(exc: Exception, pos: int, base_offset: int) -> CorruptRecordError:
+    """The CorruptRecordError for what aiokafka raised while reading a records section."""
+    detail = (exc.args[0] if type(exc) is CorruptRecordException and exc.args
+              else f"{type(exc).__name__}: {exc}")
+    return CorruptRecordError(f"{_where(pos, base_offset)}: records section is not valid "
+                              f"Kafka v2 records ({detail})")
+
+
+def check_offsets(offsets: list[int], pos: int, base_offset: int,
+                  last_offset_delta: int) -> None:
+    """CorruptRecordError unless the offsets increase strictly within the batch's range."""
+    if not offsets:
+        return
+    if offsets[0] < base_offset or offsets[-1] > base_offset + last_offset_delta:
+        raise CorruptRecordError(
+            f"{_where(pos, base_offset)}: offset deltas {offsets[0] - base_offset}.."
+            f"{offsets[-1] - base_offset} fall outside 0..{last_offset_delta} "
+            f"(last_offset_delta)")
+    if not all(map(lt, offsets, offsets[1:])):
+        bad = next(i for i in range(1, len(offsets)) if offsets[i] <= offsets[i - 1])
+        raise CorruptRecordError(
+            f"{_where(pos, base_offset)}: record {bad} has offset delta "
+            f"{offsets[bad] - base_offset} after {offsets[bad - 1] - base_offset}; "
+            f"deltas must increase")
 
 
 def columns(records: list):
@@ -201,4 +222,4 @@ def columns(records: list):
 
 
 __all__ = ["Record", "CREATE_TIME", "LOG_APPEND_TIME", "COMPILED", "make_records", "new_builder",
-           "seal", "decode", "columns"]
+           "seal", "decode", "open_batch", "not_records", "check_offsets", "columns"]
