@@ -216,6 +216,36 @@ class RecordAccumulator:
             self._wakeup()
         return batch.result, index
 
+    def append_keyed(self, tp, timestamp: int, key: bytes, value: bytes, size: int):
+        """``append`` for a keyed record without headers whose partition the producer hashed,
+        returning its FutureRecordMetadata; None (nothing appended) when the buffer is full:
+        the producer then takes ``append``, which waits for space."""
+        with self._lock:
+            if self.buffered + size > self.buffer_memory and self.buffered:
+                return None
+            q = self._queues.get(tp)
+            if q is None:
+                q = self._queues[tp] = _PartitionQueue()
+            batch = q.open
+            wake = batch is None or batch.size + size > self.batch_size
+            if wake:
+                if batch is not None:
+                    q.closed.append(batch)
+                batch = q.open = ProducerBatch(tp, self._clock())
+                self._incomplete.add(batch.result)
+            index = batch.add(timestamp, key, value, None)
+            batch.size += size
+            self.buffered += size
+            if batch.size >= self.batch_size:
+                q.closed.append(batch)
+                q.open = None
+                wake = True
+        if wake:
+            self._wakeup()
+        key_size = len(key)
+        return FutureRecordMetadata(batch.result, index, timestamp, key_size,
+                                    size - RECORD_OVERHEAD - key_size)
+
     def append_sticky(self, topic: str, timestamp: int, value: bytes, size: int):
         """Partitioning and the append in one step, for a record without key or headers (the
         common ``send(topic, value)``): the record goes into the open batch of ``topic``'s

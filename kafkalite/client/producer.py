@@ -186,6 +186,7 @@ class Producer:
         self._accumulator = self._sender.accumulator
         self._append = self._accumulator.append
         self._append_sticky = self._accumulator.append_sticky
+        self._append_keyed = self._accumulator.append_keyed
         self._closed = False
         # send()'s fast path: a bytes value, Kafka's partitioner, no serializer, and a record
         # that fits (the size checks of the full path, folded into one bound)
@@ -236,13 +237,30 @@ class Producer:
         # straight into its sticky partition's open batch: one call, one lock, one small
         # future (accumulator.append_sticky); anything else, or no open batch with room, takes
         # the full path below
-        if (key is None and partition is None and timestamp_ms is None and headers is None
+        if (partition is None and timestamp_ms is None and headers is None
                 and type(value) is bytes and self._fast):
-            size = len(value) + RECORD_OVERHEAD
-            if size <= self._fast_max_size:
-                future = self._append_sticky(topic, _time_ns() // 1000000, value, size)
-                if future is not None:
-                    return future
+            if key is None:
+                size = len(value) + RECORD_OVERHEAD
+                if size <= self._fast_max_size:
+                    future = self._append_sticky(topic, _time_ns() // 1000000, value, size)
+                    if future is not None:
+                        return future
+            elif type(key) is bytes and self._key_serializer is None:
+                # a bytes key: Kafka's murmur2 partition (hashes of recent keys cached) and
+                # the append in one step (accumulator.append_keyed)
+                parts = self._partitions.get(topic)
+                size = len(key) + len(value) + RECORD_OVERHEAD
+                if parts is not None and size <= self._fast_max_size:
+                    hashes = self._key_hashes
+                    h = hashes.get(key)
+                    if h is None:
+                        if len(hashes) >= _KEY_CACHE_SIZE:
+                            hashes.clear()
+                        h = hashes[key] = murmur2(key) & 0x7FFFFFFF
+                    future = self._append_keyed((topic, parts[h % len(parts)]),
+                                                _time_ns() // 1000000, key, value, size)
+                    if future is not None:
+                        return future
         return self._send(topic, value, key, partition, timestamp_ms, headers)
 
     def _send(self, topic: str, value, key, partition: int | None, timestamp_ms: int | None,

@@ -140,3 +140,31 @@ def test_murmur2_matches_the_per_word_definition():
     for n in list(range(0, 20)) + [255, 256, 257, 1000]:
         data = bytes((i * 37 + n) & 0xFF for i in range(n))
         assert murmur2(data) == reference(data), n
+
+
+def test_append_keyed_opens_batches_and_leaves_a_full_buffer_to_the_waiting_path():
+    wakes = []
+    size = RECORD_OVERHEAD + 2 + 3
+    acc = RecordAccumulator(batch_size=size * 2, linger_ms=10_000, buffer_memory=size * 3,
+                            wakeup=lambda: wakes.append(1), clock=FakeClock())
+    futures = [acc.append_keyed(("t", 5), 1, b"k%d" % i, b"val", size) for i in range(3)]
+    assert [f._index for f in futures] == [0, 1, 0]                  # a new batch at the third
+    assert futures[0]._key_size == 2 and futures[0]._value_size == 3
+    q = acc._queues[("t", 5)]
+    assert [b.keys for b in q.closed] == [[b"k0", b"k1"]] and q.open.keys == [b"k2"]
+    assert acc.append_keyed(("t", 5), 1, b"k3", b"val", size) is None   # buffer full
+    assert len(wakes) >= 2
+
+
+def test_keyed_fast_path_places_keys_where_kafka_does():
+    from kafkalite.client.partitioner import partition_for_key
+
+    cluster = FakeCluster(1)
+    try:
+        cluster.create_topic("k", 7)
+        with Producer(cluster.bootstrap) as producer:
+            got = [producer.send("k", b"v", key=b"user-%d" % i).get(10).partition
+                   for i in range(40)]
+        assert got == [partition_for_key(b"user-%d" % i, 7) for i in range(40)]
+    finally:
+        cluster.close()
