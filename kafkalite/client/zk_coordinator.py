@@ -55,11 +55,14 @@ class ZooKeeperCoordinator(Coordinator):
                  session_timeout_ms: int = 6000, rebalance_max_retries: int = 4,
                  rebalance_backoff_ms: int = 2000, rebalance_debounce_ms: int = 300,
                  claim_timeout_ms: int | None = None, pattern: str | None = None,
-                 client_id: str | None = None, zk_client=None):
+                 client_id: str | None = None, zk_client=None, clock=time.monotonic,
+                 sleep=time.sleep):
         from kafkalite.zk import ZkClient, ZkState
 
         self.group_id = group_id
         self.zookeeper = zookeeper
+        self._clock = clock            # debounce, claim deadlines (tests pass a fake one)
+        self._sleep = sleep            # the backoff between rebalance attempts
         self.assign = get_assignor(assignor)
         self.assignor_name = assignor
         self.rebalance_max_retries = rebalance_max_retries
@@ -118,7 +121,7 @@ class ZooKeeperCoordinator(Coordinator):
     def _mark_dirty(self, *_args) -> None:
         with self._lock:
             self._dirty = True
-            self._last_change = time.monotonic()
+            self._last_change = self._clock()
 
     def _on_change(self, _children) -> None:
         self._mark_dirty()
@@ -182,7 +185,7 @@ class ZooKeeperCoordinator(Coordinator):
         with self._lock:
             if not self._dirty:
                 return lost
-            if not self._retry_now and time.monotonic() - self._last_change < self.debounce_s:
+            if not self._retry_now and self._clock() - self._last_change < self.debounce_s:
                 return lost
             self._dirty = False
             self._retry_now = False
@@ -274,7 +277,7 @@ class ZooKeeperCoordinator(Coordinator):
         newer change (its claims then fail because others follow the newer view) does not count
         as a failed attempt: the member returns owning nothing and the next poll rebalances on
         the newer view once the debounce has passed."""
-        started = time.monotonic()
+        started = self._clock()
         last_error = None
         for attempt in range(self.rebalance_max_retries + 1):
             self._revoke()
@@ -292,7 +295,7 @@ class ZooKeeperCoordinator(Coordinator):
                 self.zk.update_consumer_registration(self.group_id, self.member_id,
                                                      self._registration())
                 self.rebalances += 1
-                elapsed = time.monotonic() - started
+                elapsed = self._clock() - started
                 log.info("group %s: member %s owns %s after rebalance %d (%.2f s, %s)",
                          self.group_id, self.member_id,
                          [f"{tp.topic}-{tp.partition}" for tp in sorted(self._owned)],
@@ -309,7 +312,7 @@ class ZooKeeperCoordinator(Coordinator):
             last_error = f"could not claim all of {sorted(mine)}"
             log.info("group %s: rebalance attempt %d of %s failed (%s); backing off",
                      self.group_id, attempt + 1, self.member_id, last_error)
-            time.sleep(self.rebalance_backoff_s)
+            self._sleep(self.rebalance_backoff_s)
             with self._lock:
                 self._dirty = False
         raise errors.RebalanceFailedError(
@@ -322,7 +325,7 @@ class ZooKeeperCoordinator(Coordinator):
         (after undoing this attempt's claims)."""
         claimed: list[TopicPartition] = []
         pending = list(tps)
-        deadline = time.monotonic() + self.claim_timeout_s
+        deadline = self._clock() + self.claim_timeout_s
         delay = 0.02
         while pending:
             still = []
@@ -335,11 +338,11 @@ class ZooKeeperCoordinator(Coordinator):
             pending = still
             if not pending:
                 break
-            if time.monotonic() > deadline or self._dirty:
+            if self._clock() > deadline or self._dirty:
                 for tp in claimed:
                     self.zk.release_partition_owner(self.group_id, tp.topic, tp.partition,
                                                     self.owner_id)
                 return None
-            time.sleep(delay)
+            self._sleep(delay)
             delay = min(delay * 2, 0.5)
         return claimed
