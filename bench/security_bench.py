@@ -11,6 +11,10 @@ the records (acks=1, linger 5 ms, a plain ``produce()`` loop, then ``flush()``) 
 back (``consume(10000)`` until all are read), over each protocol in turn, into a topic of its own.
 Prints records/s and MB/s per protocol and the SASL_SSL/PLAINTEXT ratio (the best round of
 each), plus the time to open an authenticated connection (TLS + SCRAM) against a plain one.
+
+On a shared machine wall-clock rates swing with the neighbours' load, so each phase also reports
+the brokers' own CPU time per record (user + system, from /proc): the ratio of those is the cost
+of TLS and SASL to the broker, and it barely moves with load.
 """
 
 from __future__ import annotations
@@ -63,6 +67,16 @@ def consume(settings: dict, topic: str, n: int) -> float:
     return elapsed
 
 
+def broker_cpu_s(pids) -> float:
+    """User + system CPU seconds the broker processes have used (Linux /proc)."""
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def connect_time(settings: dict, rounds: int = 10) -> float:
     """Seconds to bootstrap a client (connect, TLS, SASL, Metadata), the median of ``rounds``."""
     from confluent_kafka.admin import AdminClient
@@ -99,6 +113,8 @@ def main() -> None:
             protocols = {"PLAINTEXT": plaintext, "SASL_SSL": secure.librdkafka("admin")}
             admin = AdminClient(secure.librdkafka("admin"))
             best: dict[str, dict[str, float]] = {p: {} for p in protocols}
+            cpu: dict[str, dict[str, float]] = {p: {} for p in protocols}    # µs per record
+            pids = [b.pid for b in secure.cluster.brokers.values()]
             for round_ in range(args.rounds):
                 for name, settings in protocols.items():
                     topic = f"bench-{name.lower()}-{round_}"
@@ -107,17 +123,23 @@ def main() -> None:
                                                                   value)),
                                       ("consume", lambda: consume(settings, topic,
                                                                   args.records))):
+                        before = broker_cpu_s(pids)
                         elapsed = run()
+                        per_record = (broker_cpu_s(pids) - before) / args.records * 1e6
                         rate = args.records / elapsed
                         best[name][what] = max(best[name].get(what, 0.0), rate)
+                        cpu[name][what] = min(cpu[name].get(what, float("inf")), per_record)
                         print(f"round {round_ + 1} {name:9s} {what}: {rate:10,.0f} records/s "
-                              f"{mb / elapsed:7.1f} MB/s")
+                              f"{mb / elapsed:7.1f} MB/s, broker CPU {per_record:5.1f} "
+                              f"µs/record")
             print()
             for what in ("produce", "consume"):
                 ratio = best["SASL_SSL"][what] / best["PLAINTEXT"][what]
                 print(f"{what}: SASL_SSL {best['SASL_SSL'][what]:,.0f} records/s, PLAINTEXT "
                       f"{best['PLAINTEXT'][what]:,.0f} records/s -> SASL_SSL/PLAINTEXT = "
-                      f"{ratio:.2f}")
+                      f"{ratio:.2f}; broker CPU {cpu['SASL_SSL'][what]:.1f} vs "
+                      f"{cpu['PLAINTEXT'][what]:.1f} µs/record -> "
+                      f"{cpu['SASL_SSL'][what] / cpu['PLAINTEXT'][what]:.2f}x")
             plain_s, secure_s = connect_time(plaintext), connect_time(protocols["SASL_SSL"])
             print(f"bootstrap (connect + Metadata): PLAINTEXT {plain_s * 1000:.1f} ms, SASL_SSL "
                   f"with SCRAM-SHA-512 {secure_s * 1000:.1f} ms")
