@@ -28,9 +28,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
-    BadVersionError, ConnectionClosedError, ConnectionLoss, KazooException, NodeExistsError,
-    NoNodeError, NotEmptyError, OperationTimeoutError, RolledBackError, SessionExpiredError,
-    ZookeeperError,
+    BadVersionError, ConnectionClosedError, ConnectionLoss, KazooException, NoAuthError,
+    NodeExistsError, NoNodeError, NotEmptyError, OperationTimeoutError, RolledBackError,
+    SessionExpiredError, ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
@@ -41,8 +41,8 @@ from kafkalite.zk.cluster_ops import ClusterZkOps
 from kafkalite.zk.consumer_ops import ConsumerZkOps
 from kafkalite.zk.controller_ops import ControllerZkOps
 from kafkalite.zk.errors import (
-    ZkBadVersionError, ZkClientClosedError, ZkConnectionLossError, ZkNodeExistsError,
-    ZkNoNodeError, ZkNotEmptyError, ZkSessionExpiredError,
+    ZkBadVersionError, ZkClientClosedError, ZkConnectionLossError, ZkNoAuthError,
+    ZkNodeExistsError, ZkNoNodeError, ZkNotEmptyError, ZkSessionExpiredError,
 )
 from kafkalite.zk.ops import (  # noqa: F401 - re-exported: the op types' historic home
     TopicPartition, ZkCheck, ZkCreate, ZkDelete, ZkOp, ZkSetData, ZnodeOps,
@@ -70,6 +70,9 @@ def translate_error(exc: BaseException, what: str = "") -> KafkaError:
         return ZkBadVersionError(f"znode was changed by someone else (zkVersion mismatch){where}")
     if isinstance(exc, NotEmptyError):
         return ZkNotEmptyError(f"znode has children{where}")
+    if isinstance(exc, NoAuthError):
+        return ZkNoAuthError(f"NoAuth: the znode's ZooKeeper ACL refuses this client{where}; "
+                             "give it the cluster's ZooKeeper identity (zookeeper.auth.digest)")
     if isinstance(exc, ConnectionClosedError):
         return ZkClientClosedError(f"the ZooKeeper client is closed{where}")
     if isinstance(exc, SessionExpiredError):
@@ -119,17 +122,19 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
     """
 
     def __init__(self, connect_string: str, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-                 reactor: Any = None, connection_timeout_s: float = DEFAULT_CONNECTION_TIMEOUT_S):
+                 reactor: Any = None, connection_timeout_s: float = DEFAULT_CONNECTION_TIMEOUT_S,
+                 auth_data: Sequence[tuple[str, str]] = (),
+                 default_acl: Sequence[Any] | None = None):
         self.connect_string = connect_string
         self.hosts, self.chroot = split_connect_string(connect_string)
         self.session_timeout_ms = int(session_timeout_ms)
         self.connection_timeout_s = float(connection_timeout_s)
         self._reactor = reactor
-        self._kazoo = KazooClient(
-            hosts=connect_string,
-            timeout=self.session_timeout_ms / 1000.0,
-            connection_retry=self._new_retry(max_tries=-1),
-        )
+        # ZooKeeper's own ACLs (zookeeper.set.acl): who this client is, and the ACL its znodes
+        # get (kafkalite.zk.znode_acls builds both)
+        self.auth_data = set(auth_data)
+        self.default_acl = list(default_acl) if default_acl else None
+        self._kazoo = self._new_kazoo(connect_string)
         self._retry_template = self._new_retry(max_tries=-1, deadline=self.connection_timeout_s)
         self._listeners: list[Callable[[ZkState], Any]] = []
         self._watches: set[ZkWatch] = set()
@@ -159,9 +164,13 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
         self._started = True
         return self
 
+    def _new_kazoo(self, hosts: str) -> KazooClient:
+        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0,
+                           connection_retry=self._new_retry(max_tries=-1),
+                           auth_data=self.auth_data or None, default_acl=self.default_acl)
+
     def _ensure_chroot(self) -> None:
-        boot = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000.0,
-                           connection_retry=self._new_retry(max_tries=-1))
+        boot = self._new_kazoo(self.hosts)
         try:
             with _translated(f"creating chroot {self.chroot} on {self.hosts}"):
                 boot.start(timeout=self.connection_timeout_s)
@@ -315,10 +324,20 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
             return []
 
     def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
-               sequence: bool = False, makepath: bool = False) -> str:
-        """Create a znode; returns its path (with the sequence suffix for sequential ones)."""
-        return self._write(self._kazoo.create_async, path, data, ephemeral=ephemeral, sequence=sequence,
-                           makepath=makepath, what=path)
+               sequence: bool = False, makepath: bool = False,
+               acl: Sequence[Any] | None = None) -> str:
+        """Create a znode; returns its path (with the sequence suffix for sequential ones).
+        ``acl``: ZooKeeper ACL entries for it (default: the client's default ACL)."""
+        return self._write(self._kazoo.create_async, path, data, acl=acl, ephemeral=ephemeral,
+                           sequence=sequence, makepath=makepath, what=path)
+
+    def get_acls(self, path: str) -> list[Any]:
+        """The znode's ZooKeeper ACL entries (kazoo ACL objects)."""
+        acls, _stat = self._read(self._kazoo.get_acls_async, path, what=path)
+        return list(acls)
+
+    def set_acls(self, path: str, acls: Sequence[Any]) -> None:
+        self._write(self._kazoo.set_acls_async, path, list(acls), what=path)
 
     def set_data(self, path: str, data: bytes, version: int = -1) -> int:
         """Write at ``version`` (-1: any); returns the new zk_version."""

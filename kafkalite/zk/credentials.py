@@ -17,7 +17,7 @@ from zk_schema import config as s_config
 
 from kafkalite.zk.errors import ZkNoNodeError
 from kafkalite.zk.ops import ZnodeOps
-from kafkalite.zk.znode_acls import restrict_if_sensitive
+from kafkalite.zk.znode_acls import restrict_if_sensitive, sensitive_acl
 
 __all__ = ["UserConfigZkStore"]
 
@@ -51,8 +51,11 @@ class UserConfigZkStore:
             config.pop(key, None)
         path = s_config.user_config_path(user)
         if config:
-            self.zk._create_or_set(path, s_config.EntityConfig(config).encode())
-            restrict_if_sensitive(self.zk, path)        # credentials: not world-readable
+            # credentials are never world-readable: created with the narrow ACL, and an older
+            # znode (written before zookeeper.set.acl) narrowed
+            self.zk._create_or_set(path, s_config.EntityConfig(config).encode(),
+                                   acl=sensitive_acl(self.zk, path))
+            restrict_if_sensitive(self.zk, path)
         else:
             self.zk.delete(path)
         self._announce(user)

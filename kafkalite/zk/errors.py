@@ -40,6 +40,13 @@ class ZkConnectionLossError(ZooKeeperError):
     retriable = True
 
 
+class ZkNoAuthError(ZooKeeperError):
+    """The znode's ZooKeeper ACL does not allow this client the operation (NoAuthError): with
+    zookeeper.set.acl=true only the cluster's ZooKeeper identity may write."""
+    name = "ZK_NO_AUTH"
+    retriable = False
+
+
 class ZkSessionExpiredError(ZooKeeperError):
     """The session expired: its ephemeral znodes and watches are gone."""
     name = "ZK_SESSION_EXPIRED"

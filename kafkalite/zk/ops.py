@@ -150,15 +150,16 @@ class ZnodeOps:
             raise outcome
         return outcome
 
-    def _create_or_set(self, path: str, data: bytes) -> int:
-        """Write ``data`` whether or not the znode exists; returns the zk_version."""
+    def _create_or_set(self, path: str, data: bytes, acl=None) -> int:
+        """Write ``data`` whether or not the znode exists; returns the zk_version. ``acl``: the
+        ZooKeeper ACL it gets if it is created."""
         while True:
             try:
                 return self.set_data(path, data)
             except ZkNoNodeError:
                 pass
             try:
-                self.create(path, data, makepath=True)
+                self.create(path, data, makepath=True, acl=acl)
                 return 0
             except ZkNodeExistsError:
                 continue

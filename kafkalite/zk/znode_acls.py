@@ -8,10 +8,9 @@ AdminClient). A client that has an identity creates znodes with Kafka's secure A
 identity may do everything, everyone may read (``zk_schema.secure_paths`` says where that
 differs: credentials are not world-readable, ``/consumers`` stays open).
 
-ZkClient builds its kazoo client in its constructor and has no parameters for this yet; until it
-does (``auth_data``/``default_acl``, see the security report), ``secure_zk_client`` sets them on
-the kazoo client right after construction, before ``start()`` -- kazoo reads both at connect and
-create time.
+``secure_zk_client`` gives ZkClient the identity (kazoo's ``auth_data``) and the default ACL; a
+sensitive znode is created with its narrower ACL from the start (``sensitive_acl``), so
+credentials are never world-readable, not even for a moment.
 """
 
 from __future__ import annotations
@@ -20,14 +19,14 @@ import logging
 import os
 from typing import Any
 
-from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from zk_schema import secure_paths
 
 from kafkalite.errors import ConfigError
 from kafkalite.zk.client import DEFAULT_CONNECTION_TIMEOUT_S, DEFAULT_SESSION_TIMEOUT_MS, \
-    ZkClient, translate_error
+    ZkClient
+from kafkalite.zk.errors import ZkNoAuthError, ZkNoNodeError
 
 log = logging.getLogger(__name__)
 
@@ -65,18 +64,19 @@ def secure_zk_client(connect_string: str, session_timeout_ms: int = DEFAULT_SESS
     if set_acl and not digest:
         raise ConfigError("zookeeper.set.acl=true needs this cluster's ZooKeeper identity: set "
                           "zookeeper.auth.digest=<user>:<password>")
-    zk = ZkClient(connect_string, session_timeout_ms, reactor=reactor,
-                  connection_timeout_s=connection_timeout_s)
-    kazoo = zk._kazoo       # see the module docstring: no constructor parameters yet
-    if digest:
-        kazoo.auth_data = {("digest", _check_digest(digest))}
-    if set_acl:
-        kazoo.default_acl = SECURE_ACL
-    return zk
+    return ZkClient(connect_string, session_timeout_ms, reactor=reactor,
+                    connection_timeout_s=connection_timeout_s,
+                    auth_data=[("digest", _check_digest(digest))] if digest else (),
+                    default_acl=SECURE_ACL if set_acl else None)
 
 
-def _kazoo(zk):
-    return getattr(zk, "_kazoo", None)
+def sensitive_acl(zk, path: str):
+    """The ACL ``path`` is created with by this client: the narrower one for a sensitive znode
+    (credentials) when the client creates secure znodes at all; None (the default) otherwise."""
+    if not getattr(zk, "default_acl", None):
+        return None
+    return _ACLS[secure_paths.SENSITIVE] if (
+        secure_paths.acl_kind(path) == secure_paths.SENSITIVE) else None
 
 
 def secure_persistent_paths(zk: ZkClient, set_acl: bool) -> None:
@@ -84,41 +84,27 @@ def secure_persistent_paths(zk: ZkClient, set_acl: bool) -> None:
     keep ``/consumers`` open, as Kafka does. Blocking."""
     if not set_acl:
         return
-    kazoo = _kazoo(zk)
     for path, acl in (("/", SECURE_ACL), (secure_paths.OPEN_PATHS[0], OPEN_ACL_UNSAFE)):
         try:
-            current, _stat = kazoo.get_acls(path)
-            if list(current) != list(acl):
-                kazoo.set_acls(path, acl)
-        except NoNodeError:
+            if zk.get_acls(path) != list(acl):
+                zk.set_acls(path, acl)
+        except ZkNoNodeError:
             continue
-        except NoAuthError:
+        except ZkNoAuthError:
             log.warning("cannot set the ACL of %s: another ZooKeeper identity owns it", path)
-        except KazooException as exc:
-            raise translate_error(exc, path) from exc
 
 
 def restrict_if_sensitive(zk, path: str) -> None:
     """After writing ``path``: a sensitive znode (credentials) loses world-read, when the
     client creates secure znodes at all. Blocking; a no-op for other clients."""
-    kazoo = _kazoo(zk)
-    if kazoo is None or not kazoo.default_acl:
-        return
-    if secure_paths.acl_kind(path) != secure_paths.SENSITIVE:
-        return
-    try:
-        kazoo.set_acls(path, _ACLS[secure_paths.SENSITIVE])
-    except KazooException as exc:
-        raise translate_error(exc, path) from exc
+    acl = sensitive_acl(zk, path)
+    if acl is not None:
+        zk.set_acls(path, acl)
 
 
 def get_acls(zk, path: str) -> list:
     """kazoo's ACL objects of ``path`` (for ``kafkalite zk``)."""
-    try:
-        acls, _stat = _kazoo(zk).get_acls(path)
-    except KazooException as exc:
-        raise translate_error(exc, path) from exc
-    return list(acls)
+    return zk.get_acls(path)
 
 
 def describe_acl(acl) -> str:

@@ -136,8 +136,10 @@ def test_describe_filters_and_preferred_election(two_brokers, zk_connect, capsys
                          "--partition", "1", *conn)
     assert (code, out) == (0, ("Successfully completed leader election (PREFERRED) for "
                                "partitions both-1\n")), err
-    code, out, _ = run(capsys, "topics", "--describe", "--topic", "both", *conn)
-    assert "\tTopic: both\tPartition: 1\tLeader: 2\tReplicas: 2,1\t" in out
+    # the brokers hear of the election from the controller's UpdateMetadata, one after another
+    wait_for(lambda: "\tTopic: both\tPartition: 1\tLeader: 2\tReplicas: 2,1\t" in run(
+        capsys, "topics", "--describe", "--topic", "both", *conn)[1], 30,
+        "the brokers to show the preferred leader")
 
     code, _, err = run(capsys, "leader-election", "--preferred", "--topic", "nope", *conn)
     assert code == 1 and "topic 'nope' does not exist" in err
