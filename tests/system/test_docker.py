@@ -28,11 +28,11 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from docker_e2e_clients import consume_all, describe, produce_while
 from pipeline_reference import differences, expected_totals, written_totals
 
 pytestmark = [pytest.mark.docker, pytest.mark.system, pytest.mark.slow,
@@ -273,49 +273,6 @@ def test_compose_file_is_valid():
     assert {*SERVICES, "console", "pipeline"} <= set(services), services
 
 
-def _describe(admin, topic):
-    (description,) = admin.describe_topics([topic])
-    return {p.partition: p for p in description.partitions}
-
-
-def _consume_all(bootstrap: str, topic: str, partitions, timeout_s: float = 60.0,
-                 acknowledged=()):
-    """Every record of ``topic`` from the beginning up to the end offsets: {(p, offset): value}.
-
-    ``acknowledged`` ((partition, offset) pairs): wait until the end offsets cover them first. A
-    new leader learns the high watermark from its followers' next fetches, so just after a
-    failover an acknowledged record can stay invisible for a moment (as in Kafka)."""
-    from kafkalite.client import Consumer, TopicPartition
-
-    tps = [TopicPartition(topic, p) for p in partitions]
-    consumer = Consumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                        auto_offset_reset="earliest")
-    try:
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        deadline = time.monotonic() + timeout_s
-        wanted = {}
-        for partition, offset in acknowledged:
-            wanted[partition] = max(wanted.get(partition, 0), offset + 1)
-        ends = consumer.end_offsets(tps)
-        while any(ends[tp] < wanted.get(tp.partition, 0) for tp in tps):
-            assert time.monotonic() < deadline, f"end offsets {ends} never reached {wanted}"
-            time.sleep(0.1)
-            ends = consumer.end_offsets(tps)
-        seen = {}
-        while any(consumer.position(tp) < ends[tp] for tp in tps):
-            assert time.monotonic() < deadline, (
-                f"consumed only {len(seen)} records; positions "
-                f"{ {tp.partition: consumer.position(tp) for tp in tps} }, ends "
-                f"{ {tp.partition: e for tp, e in ends.items()} }")
-            for records in consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    seen[(record.partition, record.offset)] = record.value
-        return seen
-    finally:
-        consumer.close()
-
-
 # run inside a broker container, on the compose network: Metadata must name the INTERNAL
 # addresses, and a client there produces and reads back through them
 INSIDE_SCRIPT = r"""
@@ -354,7 +311,7 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
                 "host clients must get the EXTERNAL addresses")
             admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])
             def fully_replicated():
-                ps = _describe(admin, TOPIC)
+                ps = describe(admin, TOPIC)
                 return len(ps) == 3 and all(p.leader > 0 and len(p.isr) == 3
                                             for p in ps.values()) and ps
             partitions = wait_until(fully_replicated, 60, f"topic {TOPIC} with 3 partitions, "
@@ -368,7 +325,7 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
                 sent = {(md.partition, md.offset): f"v{i}".encode()
                         for i, md in enumerate(f.get(30) for f in futures)}
             assert len(sent) == 300
-            consumed = _consume_all(bootstrap, TOPIC, partitions)
+            consumed = consume_all(bootstrap, TOPIC, partitions)
             assert consumed == sent
 
         with timings.step("a client on the compose network (INTERNAL)"):
@@ -379,14 +336,14 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
             assert inside["values"] == [f"inside-{i}" for i in range(20)]
 
         with timings.step("kill a leader under load, leadership moves"):
-            before = _describe(admin, TOPIC)
+            before = describe(admin, TOPIC)
             victim = before[0].leader
             victim_service = f"broker{victim}"
             led = {p for p, d in before.items() if d.leader == victim}
-            acked, failed = _produce_while(
-                bootstrap, lambda: run([docker_engine, "kill", compose.container(victim_service)]))
+            acked, failed = produce_while(
+                bootstrap, TOPIC, lambda: run([docker_engine, "kill", compose.container(victim_service)]))
             def failed_over():
-                ps = _describe(admin, TOPIC)
+                ps = describe(admin, TOPIC)
                 return all(d.leader not in (-1, victim) and victim not in d.isr
                            for d in ps.values()) and ps
             after = wait_until(failed_over, 60,
@@ -399,14 +356,14 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
             assert len(acked) > 0
 
         with timings.step("every acknowledged record is there"):
-            consumed = _consume_all(bootstrap, TOPIC, after, acknowledged={**sent, **acked})
+            consumed = consume_all(bootstrap, TOPIC, after, acknowledged={**sent, **acked})
             lost = {k: v for k, v in {**sent, **acked}.items() if consumed.get(k) != v}
             assert not lost, f"{len(lost)} acknowledged records lost, e.g. {list(lost.items())[:5]}"
 
         with timings.step("restart it, it rejoins every ISR"):
             run([docker_engine, "start", compose.container(victim_service)])
             compose.wait_healthy([victim_service])
-            wait_until(lambda: all(victim in d.isr for d in _describe(admin, TOPIC).values()),
+            wait_until(lambda: all(victim in d.isr for d in describe(admin, TOPIC).values()),
                        90, f"broker {victim} back in every ISR")
 
         if WITH_PIPELINE:
@@ -424,7 +381,7 @@ def _check_pipeline_totals(admin, bootstrap: str, output: str, timings) -> None:
     """The totals the pipeline wrote to payer-totals equal the ones computed here from the
     payments it read (pipeline_reference: plain Python, neither Spark nor the pipeline's code)."""
     payments = [json.loads(v) for v in
-                _consume_all(bootstrap, "payments", _describe(admin, "payments")).values()]
+                consume_all(bootstrap, "payments", describe(admin, "payments")).values()]
     assert len({p["id"] for p in payments}) == 1000, "the pipeline should generate 1000 payments"
     # the reference assumes one micro-batch read all of them (so none was late)
     first = re.search(r"\[payer_totals_to_kafkalite\] batch 0: (\d+) input rows", output)
@@ -433,7 +390,7 @@ def _check_pipeline_totals(admin, bootstrap: str, output: str, timings) -> None:
         f"{first.group(0) if first else 'no batch 0 line'}")
     expected = expected_totals(payments)
     assert len(expected) >= 6, f"too few closed windows to compare: {expected}"
-    records = _consume_all(bootstrap, "payer-totals", _describe(admin, "payer-totals"))
+    records = consume_all(bootstrap, "payer-totals", describe(admin, "payer-totals"))
     written, problems = written_totals(records.values())
     assert not problems, problems[:5]
     assert written == expected, (f"{len(written)} window totals written, {len(expected)} "
@@ -442,64 +399,6 @@ def _check_pipeline_totals(admin, bootstrap: str, output: str, timings) -> None:
                  f"records) equal the reference computed from the {len(payments)} payments; "
                  f"{sum(c for c, _n in written.values()) / 100:,.2f} USD in "
                  f"{sum(n for _c, n in written.values())} payments")
-
-
-def _produce_while(bootstrap: str, action, before: int = 200, after: int = 1000):
-    """Produce (acks=all) from a thread, at most 200 records unacknowledged; run ``action`` once
-    ``before`` records are acknowledged, and keep producing until ``after`` more are. Returns
-    ({(partition, offset): value} acknowledged, number not acknowledged)."""
-    from kafkalite.client import Producer
-
-    stop = threading.Event()
-    changed = threading.Condition()
-    futures = []
-    done = {"acked": 0, "failed": 0}
-
-    def settled(key):
-        def count(_result):
-            with changed:
-                done[key] += 1
-                changed.notify_all()
-        return count
-
-    def produce():
-        with Producer(bootstrap_servers=bootstrap, acks="all", retries=1000,
-                      linger_ms=5) as producer:
-            i = 0
-            while not stop.is_set():
-                with changed:
-                    changed.wait_for(lambda: stop.is_set() or
-                                     len(futures) - done["acked"] - done["failed"] < 200, 1)
-                value = f"load-{i}".encode()
-                future = producer.send(TOPIC, key=value, value=value)
-                future.add_callback(settled("acked")).add_errback(settled("failed"))
-                futures.append((value, future))
-                i += 1
-            producer.flush(60)
-
-    thread = threading.Thread(target=produce, name="docker-test-producer", daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: done["acked"] >= before, 60, f"{before} records acknowledged")
-        action()
-        at_action = done["acked"]
-        wait_until(lambda: done["acked"] >= at_action + after, 120,
-                   f"{after} more records acknowledged after the action")
-    finally:
-        stop.set()
-        with changed:
-            changed.notify_all()
-        thread.join(120)
-    assert not thread.is_alive(), "the producer did not finish within 120 s"
-    acked, failed = {}, 0
-    for value, future in futures:
-        try:
-            md = future.get(1)
-        except Exception:  # noqa: BLE001 - not acknowledged: no promise was made
-            failed += 1
-            continue
-        acked[(md.partition, md.offset)] = value
-    return acked, failed
 
 
 def test_testcontainers_cluster(docker_engine, images, timings):
@@ -517,17 +416,17 @@ def test_testcontainers_cluster(docker_engine, images, timings):
             with timings.step("testcontainers: topic, produce, consume, kill"):
                 admin.create_topics([NewTopic("tc", num_partitions=2, replication_factor=3)])
                 wait_until(lambda: all(p.leader > 0 and len(p.isr) == 3
-                                       for p in _describe(admin, "tc").values()),
+                                       for p in describe(admin, "tc").values()),
                            60, "topic tc with leaders and full ISRs")
                 with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as p:
                     sent = {(md.partition, md.offset): f"tc-{i}".encode() for i, md in enumerate(
                         p.send("tc", value=f"tc-{i}".encode()).get(30) for i in range(50))}
-                victim = _describe(admin, "tc")[0].leader
+                victim = describe(admin, "tc")[0].leader
                 cluster.kill(victim)
                 wait_until(lambda: all(p.leader not in (-1, victim)
-                                       for p in _describe(admin, "tc").values()),
+                                       for p in describe(admin, "tc").values()),
                            60, f"a new leader after killing broker {victim}")
-                assert _consume_all(cluster.bootstrap_servers, "tc", (0, 1),
+                assert consume_all(cluster.bootstrap_servers, "tc", (0, 1),
                                     acknowledged=sent) == sent
         finally:
             admin.close()

@@ -1,0 +1,112 @@
+"""Clients for the Docker test's cluster, run from the host (no test functions here): describe a
+topic, read a topic to its end, keep producing around an action (e.g. killing a broker).
+kafkalite's own clients, through the brokers' EXTERNAL listener."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kafkalite.testing.cluster import wait_until
+
+
+def describe(admin, topic):
+    """``{partition: its description}`` of ``topic``."""
+    (description,) = admin.describe_topics([topic])
+    return {p.partition: p for p in description.partitions}
+
+
+def consume_all(bootstrap: str, topic: str, partitions, timeout_s: float = 60.0,
+                acknowledged=()):
+    """Every record of ``topic`` from the beginning up to the end offsets: {(p, offset): value}.
+
+    ``acknowledged`` ((partition, offset) pairs): wait until the end offsets cover them first. A
+    new leader learns the high watermark from its followers' next fetches, so just after a
+    failover an acknowledged record can stay invisible for a moment (as in Kafka)."""
+    from kafkalite.client import Consumer, TopicPartition
+
+    tps = [TopicPartition(topic, p) for p in partitions]
+    consumer = Consumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                        auto_offset_reset="earliest")
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        deadline = time.monotonic() + timeout_s
+        wanted = {}
+        for partition, offset in acknowledged:
+            wanted[partition] = max(wanted.get(partition, 0), offset + 1)
+        ends = consumer.end_offsets(tps)
+        while any(ends[tp] < wanted.get(tp.partition, 0) for tp in tps):
+            assert time.monotonic() < deadline, f"end offsets {ends} never reached {wanted}"
+            time.sleep(0.1)
+            ends = consumer.end_offsets(tps)
+        seen = {}
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            assert time.monotonic() < deadline, (
+                f"consumed only {len(seen)} records; positions "
+                f"{ {tp.partition: consumer.position(tp) for tp in tps} }, ends "
+                f"{ {tp.partition: e for tp, e in ends.items()} }")
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    seen[(record.partition, record.offset)] = record.value
+        return seen
+    finally:
+        consumer.close()
+
+
+def produce_while(bootstrap: str, topic: str, action, before: int = 200, after: int = 1000):
+    """Produce (acks=all) from a thread, at most 200 records unacknowledged; run ``action`` once
+    ``before`` records are acknowledged, and keep producing until ``after`` more are. Returns
+    ({(partition, offset): value} acknowledged, number not acknowledged)."""
+    from kafkalite.client import Producer
+
+    stop = threading.Event()
+    changed = threading.Condition()
+    futures = []
+    done = {"acked": 0, "failed": 0}
+
+    def settled(key):
+        def count(_result):
+            with changed:
+                done[key] += 1
+                changed.notify_all()
+        return count
+
+    def produce():
+        with Producer(bootstrap_servers=bootstrap, acks="all", retries=1000,
+                      linger_ms=5) as producer:
+            i = 0
+            while not stop.is_set():
+                with changed:
+                    changed.wait_for(lambda: stop.is_set() or
+                                     len(futures) - done["acked"] - done["failed"] < 200, 1)
+                value = f"load-{i}".encode()
+                future = producer.send(topic, key=value, value=value)
+                future.add_callback(settled("acked")).add_errback(settled("failed"))
+                futures.append((value, future))
+                i += 1
+            producer.flush(60)
+
+    thread = threading.Thread(target=produce, name="docker-test-producer", daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: done["acked"] >= before, 60, f"{before} records acknowledged")
+        action()
+        at_action = done["acked"]
+        wait_until(lambda: done["acked"] >= at_action + after, 120,
+                   f"{after} more records acknowledged after the action")
+    finally:
+        stop.set()
+        with changed:
+            changed.notify_all()
+        thread.join(120)
+    assert not thread.is_alive(), "the producer did not finish within 120 s"
+    acked, failed = {}, 0
+    for value, future in futures:
+        try:
+            md = future.get(1)
+        except Exception:  # noqa: BLE001 - not acknowledged: no promise was made
+            failed += 1
+            continue
+        acked[(md.partition, md.offset)] = value
+    return acked, failed
