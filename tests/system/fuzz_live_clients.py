@@ -150,13 +150,16 @@ class KafkaLiveTraffic(_Traffic):
         consumer.close()
 
     def read_back(self, timeout_s: float):
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "fuzz-verify",
                              "enable.auto.commit": False, "fetch.queue.backoff.ms": 5})
         ends = {p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1]
                 for p in range(self.partitions)}
-        consumer.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
+        # from the log start offset, not 0: if records were deleted, the rest is still read
+        # (an offset out of range would make librdkafka jump to the end of the partition)
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING)
+                         for p in range(self.partitions)])
         records: dict[tuple[int, int], bytes] = {}
         positions = {p: 0 for p in range(self.partitions)}
         deadline = time.monotonic() + timeout_s

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fuzz_frames import KAFKA, NATIVE, Case, complete_frames, exchange, sniff
+from fuzz_frames import KAFKA, NATIVE, complete_frames, exchange, sniff
 from kafka_fuzz_tools import check_kafka, heavy_cases, make_case
 from native_fuzz_cases import (check_native, context_ints, expected_answers, left_out,
                                make_native_case)
@@ -124,12 +124,14 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
              probes: tuple[bytes, bytes], read_view: Callable[[], ControllerView], cases: int,
              seed: int = 20261122, workers: int = 16, wait_s: float = 0.5,
              native_share: float = 0.5, chunk: int = 4000, known_bugs: frozenset = frozenset(),
-             time_budget_s: float | None = None,
+             time_budget_s: float | None = None, protected_topics: frozenset = frozenset(),
              progress: Callable[[FuzzReport], None] | None = None) -> FuzzReport:
     """``cases`` cases over ``ports`` (broker id -> port); ``probes``: two valid native requests
     to pipeline around mutated ones; ``read_view()`` reads the controller view from ZooKeeper;
     ``known_bugs``: names in native_fuzz_cases.KNOWN_BUGS whose triggers are left out;
-    ``time_budget_s``: make no new chunk after this long (``report.cases`` says how many ran)."""
+    ``protected_topics``: the live topics, which no deleting request may name;
+    ``time_budget_s``: send no new chunk after this long (``report.cases`` says how many ran).
+    Each chunk is made (and classified) while the one before it is being sent."""
     rnd = random.Random(seed)
     report = FuzzReport()
     broker_ids = sorted(ports)
@@ -155,39 +157,48 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
                     report.problems.append(Problem(case.protocol, case.kind, broker_id,
                                                    case.seed, problem, case.data))
 
-    made = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        while made < cases:
+    def prepare(size: int, offset: int):
+        """The next chunk, made while the previous one is under way: the view it was made
+        against, the (broker id, case) pairs to send, and what was left out."""
+        view = read_view()
+        ints = context_ints(view)
+        batch = [make_native_case(rnd, native_seeds, ints, probes)
+                 if rnd.random() < native_share else make_case(rnd, kafka_seeds)
+                 for _ in range(size)]
+        heavy, problem = heavy_cases(batch)
+        left = collections.Counter()
+        planned = []
+        for i, case in enumerate(batch):
+            broker_id = (case.broker_id if case.broker_id is not None
+                         else broker_ids[(offset + i) % len(broker_ids)])
+            if i in heavy:
+                left[(case.protocol, "resource-heavy")] += 1
+                continue
+            sent = complete_frames(case.data)
+            if sent and sniff(sent[0]) == NATIVE:
+                reason = left_out(sent, broker_id, view, known_bugs, protected_topics)
+                if reason:
+                    left[(case.protocol, reason)] += 1
+                    continue
+            planned.append((broker_id, case))
+        return view, planned, left, problem
+
+    with ThreadPoolExecutor(max_workers=workers) as pool, \
+            ThreadPoolExecutor(max_workers=1) as planner:
+        made = min(chunk, cases)
+        pending = planner.submit(prepare, made, 0) if made else None
+        while pending is not None:
+            view, planned, left, problem = pending.result()
             if time_budget_s is not None and time.monotonic() - start > time_budget_s:
                 break
-            view = read_view()
             report.views.append(view)
-            ints = context_ints(view)
-            batch: list[Case] = []
-            for _ in range(min(chunk, cases - made)):
-                if rnd.random() < native_share:
-                    batch.append(make_native_case(rnd, native_seeds, ints, probes))
-                else:
-                    batch.append(make_case(rnd, kafka_seeds))
-            made += len(batch)
-            heavy, problem = heavy_cases(batch)
+            report.left_out.update(left)
             if problem:
                 report.problem_count += 1
                 report.problems.append(Problem("kafka", "classification", -1, "", problem, b""))
-            planned = []
-            for i, case in enumerate(batch):
-                broker_id = (case.broker_id if case.broker_id is not None
-                             else broker_ids[(made + i) % len(broker_ids)])
-                if i in heavy:
-                    report.left_out[(case.protocol, "resource-heavy")] += 1
-                    continue
-                sent = complete_frames(case.data)
-                if sent and sniff(sent[0]) == NATIVE:
-                    reason = left_out(sent, broker_id, view, known_bugs)
-                    if reason:
-                        report.left_out[(case.protocol, reason)] += 1
-                        continue
-                planned.append((broker_id, case))
+            size = min(chunk, cases - made)
+            pending = planner.submit(prepare, size, made) if size else None
+            made += size
             list(pool.map(one, planned))
             report.seconds = time.monotonic() - start
             if progress is not None:

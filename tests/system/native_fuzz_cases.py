@@ -203,7 +203,7 @@ def make_native_case(rnd: random.Random, seeds: list[Seed], ints: list[int],
                      probes: tuple[bytes, bytes]) -> Case:
     """One native case; ``probes`` are two valid requests to pipeline around a mutated one."""
     seed = rnd.choice(seeds)
-    payloads = [s.payload for s in seeds]
+    payloads = [s.payload for s in seeds if s.controller == seed.controller]
     broker_id = seed.broker_id if seed.broker_id is not None and rnd.random() < 0.8 else None
     roll = rnd.random()
 
@@ -244,9 +244,27 @@ KNOWN_BUGS = {
 }
 
 
+#: requests that legitimately delete or change a topic's records or partitions: never aimed at
+#: a protected (live) topic, whatever a mutation made of them
+DESTRUCTIVE = frozenset({ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.ALTER_CONFIGS,
+                         ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS})
+
+
+def _strings(value):
+    if type(value) is str:
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+
+
 def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
-             known: frozenset = frozenset()) -> str | None:
-    """Why a native case must not be sent to ``broker_id``, or None. Two reasons (and the
+             known: frozenset = frozenset(), protected: frozenset = frozenset()) -> str | None:
+    """Why a native case must not be sent to ``broker_id``, or None. Three reasons (and the
     ``known`` bugs of KNOWN_BUGS, by name):
 
     - "impersonation": a controller request with exactly the identity ZooKeeper backs
@@ -254,7 +272,9 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
       registered epoch sent to the controller: indistinguishable from the real thing, so obeying
       it is right (a mutation of a near-miss seed can land on it);
     - "resource-heavy": a CreateTopics or CreatePartitions asking for more than
-      MAX_PARTITIONS_ASKED partitions (see kafka_fuzz_tools)."""
+      MAX_PARTITIONS_ASKED partitions (see kafka_fuzz_tools);
+    - "aimed at a live topic": a DESTRUCTIVE request naming a ``protected`` topic (a legitimate
+      request that deletes the live clients' records)."""
     for payload in case_frames:
         try:
             header, body = decode_request_envelope(payload)
@@ -265,6 +285,8 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
         except (InvalidRequestError, UnsupportedVersionError):
             continue
         key = header.api_key
+        if key in DESTRUCTIVE and protected and not protected.isdisjoint(_strings(body)):
+            return "aimed at a live topic"
         for bug in known:
             if KNOWN_BUGS[bug](key, request, broker_id, view):
                 return f"known bug {bug}"

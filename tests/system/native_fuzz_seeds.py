@@ -52,6 +52,9 @@ class Seed:
     name: str
     payload: bytes                     # the frame payload, without the length prefix
     broker_id: int | None = None       # the broker it is meant for (None: any)
+    controller: bool = False           # a controller request naming the live topics: never a
+                                       # donor for a client request (a DeleteRecords given a live
+                                       # topic's name is a legitimate request that deletes)
 
 
 @dataclass(frozen=True)
@@ -255,14 +258,14 @@ def controller_seeds(view: ControllerView, live_topics: dict[str, int]) -> list[
             for name, request in _controller_requests(controller_id, epoch, claimed_broker_epoch,
                                                       broker_id, view, live_topics):
                 seeds.append(Seed(f"{name} ({claim}) to {broker_id}", _payload(request),
-                                  broker_id))
+                                  broker_id, controller=True))
     # ControlledShutdown goes to the controller, for some broker (a broker sends its own epoch)
     for broker_id, broker_epoch in sorted(view.broker_epochs.items()):
         for claim, claimed in (("no broker epoch", -1), ("stale broker epoch", broker_epoch - 1),
                                ("next broker epoch", broker_epoch + 1)):
             request = m.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=claimed)
             seeds.append(Seed(f"ControlledShutdown of {broker_id} ({claim})", _payload(request),
-                              view.controller_id))
+                              view.controller_id, controller=True))
     return seeds
 
 

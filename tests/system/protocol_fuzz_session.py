@@ -119,7 +119,9 @@ def run_session(cluster, cases: int, seed: int = 20261122, workers: int = 16,
         report = run_fuzz(ports, kafka_seeds, recorded + built + forged, probe_payloads(),
                           lambda: read_controller_view(zk), cases, seed=seed, workers=workers,
                           wait_s=wait_s, native_share=native_share, known_bugs=known_bugs,
-                          time_budget_s=time_budget_s, progress=progress)
+                          time_budget_s=time_budget_s,
+                          protected_topics=frozenset({KAFKA_LIVE, NATIVE_LIVE}),
+                          progress=progress)
 
         during_counts = [t.counts() for _, t in traffic]
         result = SessionResult(report, seeds, [(name, t, b, d) for (name, t), b, d

@@ -132,3 +132,19 @@ def test_native_cases_are_deterministic_and_mostly_stay_native():
     assert {c.kind.split("-")[0] for c in cases} >= {"msgpack", "flip", "length", "pipelined",
                                                      "valid"}
     assert all(isinstance(msgpack.unpackb(s.payload), list) for s in seeds)
+
+
+def test_no_deleting_request_is_aimed_at_a_live_topic():
+    delete = native(m.DeleteRecordsRequest(topics=[m.DeleteRecordsTopic(
+        "live", [m.DeleteRecordsPartition(0, 1)])]))
+    assert left_out([delete], 1, VIEW, protected=frozenset({"live"})) == "aimed at a live topic"
+    assert left_out([delete], 1, VIEW, protected=frozenset({"other"})) is None
+    # client seeds are never mutated with parts of controller seeds, which name the live topics
+    client = Seed("delete records", native(m.DeleteRecordsRequest(topics=[
+        m.DeleteRecordsTopic("fz", [m.DeleteRecordsPartition(0, 1)])])), 1)
+    seeds = [client] + controller_seeds(VIEW, {"live": 1})
+    rnd = random.Random(3)
+    for _ in range(3000):
+        case = make_native_case(rnd, seeds, context_ints(VIEW), probe_payloads())
+        if case.seed == client.name:
+            assert b"live" not in case.data, case
