@@ -5,7 +5,7 @@ tests/system/test_protocol_fuzz.py.
     python bench/protocol_fuzz.py [--cases 20000] [--seed N] [--workers 16] [--wait 0.5]
                                   [--native-share 0.5] [--no-live]
                                   [--time-budget SECONDS]
-                                  [--leave-out-known-bug forged-controlled-shutdown]
+                                  [--leave-out-known-bug NAME]
 
 It starts its own ZooKeeper and three brokers (kafkalite.testing), then runs one fuzz session
 (tests/system/protocol_fuzz_session.py): live topics for confluent-kafka and for kafkalite's own

@@ -12,7 +12,7 @@ from kafkalite.protocol.kafka import codec
 
 from fuzz_frames import complete_frames, frame, sniff
 from fuzz_runner import judge
-from native_fuzz_cases import context_ints, left_out, make_native_case
+from native_fuzz_cases import KNOWN_BUGS, context_ints, left_out, make_native_case
 from native_fuzz_seeds import ControllerView, Seed, controller_seeds, probe_payloads
 
 VIEW = ControllerView(controller_id=2, epoch=5, broker_epochs={1: 4096, 2: 4100, 3: 4200})
@@ -93,7 +93,7 @@ def test_frames_and_sniffing_follow_the_broker():
         "kafka", "native", "native", None, None]
 
 
-def test_left_out_only_the_exact_identity_and_absurd_partition_counts():
+def test_left_out_only_the_exact_identity_and_absurd_partition_counts(monkeypatch):
     def leader_and_isr(controller_id, epoch, broker_epoch):
         return native(m.LeaderAndIsrRequest(controller_id=controller_id, controller_epoch=epoch,
                                             broker_epoch=broker_epoch))
@@ -104,8 +104,10 @@ def test_left_out_only_the_exact_identity_and_absurd_partition_counts():
     assert left_out([shutdown], 2, VIEW) == "impersonation"
     assert left_out([native(m.ControlledShutdownRequest(broker_id=3, broker_epoch=-1))], 2,
                     VIEW) is None
+    monkeypatch.setitem(KNOWN_BUGS, "shutdown-bug",
+                        lambda key, request, broker_id, view: key == 7 and broker_id == 2)
     assert left_out([native(m.ControlledShutdownRequest(broker_id=3, broker_epoch=-1))], 2,
-                    VIEW, frozenset({"forged-controlled-shutdown"})) is not None
+                    VIEW, frozenset({"shutdown-bug"})) == "known bug shutdown-bug"
     huge = native(m.CreatePartitionsRequest(topics=[m.CreatePartitionsTopic("t", 10**6, None)]))
     assert left_out([huge], 1, VIEW) == "resource-heavy"
 

@@ -1,5 +1,5 @@
 """Mutation fuzz of three real brokers over both protocols they speak on one port, with real
-clients working beside it; and the broker bugs it found, each as a deterministic reproduction.
+clients working beside it; and the broker bugs it found, each kept as a deterministic test.
 
 The fuzz (tests/system/protocol_fuzz_session.py) interleaves mutated Kafka request frames and
 mutated native ones: frames recorded from a real kafkalite client session (producers, consumers,
@@ -123,19 +123,18 @@ def _states(zk):
 
 
 def test_forged_controlled_shutdown_without_broker_epoch_is_refused(shutdown_target):
-    """Reproduction "forged-controlled-shutdown" (native protocol, to the controller's port):
+    """Found by the fuzz ("forged-controlled-shutdown", native protocol, to the controller):
 
         0000003095070001b16b61666b616c6974652d74657374696e6782a962726f6b65725f696402
         ac62726f6b65725f65706f6368ff
 
     is ControlledShutdownRequest(broker_id=2, broker_epoch=-1), correlation id 1 (here with the
-    target broker's id). kafkalite's brokers always send their registration's epoch, but the
-    controller skips the epoch check for a negative one (``broker_epoch >= 0 and ...`` in
-    kafkalite/controller's controlled_shutdown), so anyone who reaches a port makes the
-    controller move the broker's leaderships away, drop it from every ISR and send it
-    StopReplica for everything it follows; the broker then stays "shutting down" (elected
-    nowhere, not even for new partitions) until it registers again. Two such frames leave one
-    replica per ISR: acks=all with min.insync.replicas=2 stalls."""
+    target broker's id). The controller skipped the epoch check for a negative one, so anyone
+    who reached a port made it move a healthy broker's leaderships away, drop it from every ISR
+    and send it StopReplica; the broker then stayed "shutting down" (elected nowhere, not even
+    for new partitions) until it registered again, and two such frames left one replica per
+    ISR: acks=all with min.insync.replicas=2 stalled. kafkalite's brokers always send their
+    registration's epoch, so nothing else may be accepted."""
     cluster, zk, controller, target = shutdown_target
     before = _states(zk)
     forged = m.ControlledShutdownRequest(broker_id=target, broker_epoch=-1)
@@ -148,13 +147,11 @@ def test_forged_controlled_shutdown_without_broker_epoch_is_refused(shutdown_tar
 
 
 def test_refused_controlled_shutdown_is_logged_as_a_warning(shutdown_target):
-    """Reproduction "refused-controlled-shutdown-logged": a ControlledShutdown the controller
-    refuses (a stale broker epoch, a broker that is not registered) is answered with its error,
-    as it should be, but the controller's event queue logs it as "ERROR controller: event
-    controlled_shutdown failed" with a traceback: any client can fill the controller's log with
-    errors, and an operator reads them as a broken controller (Kafka answers the error and logs
-    nothing). The refusal is a KafkaError raised inside the event; the queue logs every
-    non-ControllerMoved failure at ERROR."""
+    """Found by the fuzz ("refused-controlled-shutdown-logged"): a ControlledShutdown the
+    controller refuses (a stale broker epoch, a broker that is not registered) is answered with
+    its error, and was also logged as "ERROR controller: event controlled_shutdown failed" with
+    a traceback: any client could fill the controller's log with errors, which an operator
+    reads as a broken controller (Kafka answers the error and logs nothing)."""
     cluster, zk, controller, target = shutdown_target
     port = cluster.brokers[controller].port
     stale = m.ControlledShutdownRequest(broker_id=target,
