@@ -33,6 +33,7 @@ from kafkalite.controller.channel_manager import ControllerChannelManager
 from kafkalite.controller.context import ControllerContext
 from kafkalite.controller.controller_zk import ControllerZk
 from kafkalite.controller.log_dir_events import LogDirEvents
+from kafkalite.controller.topic_configs import TopicConfigs
 from kafkalite.controller.partition_modifications import PartitionModifications
 from kafkalite.controller.partition_state_machine import PREFERRED, PartitionStateMachine
 from kafkalite.controller.reassignment import ReassignmentManager
@@ -81,6 +82,7 @@ class Controller:
         self.broker_changes = BrokerChanges(self)
         self.partition_modifications = PartitionModifications(self)
         self.log_dir_events = LogDirEvents(self)
+        self.topic_configs = TopicConfigs(self)
         self._events: deque[_Event] = deque()
         self._processing = False
         self._generation = 0
@@ -276,7 +278,9 @@ class Controller:
                 (zk_schema.PREFERRED_REPLICA_ELECTION_PATH, "data",
                  self._on_preferred_election_request),
                 (zk_schema.REASSIGN_PARTITIONS_PATH, "data", self.reassignment.on_request),
-                (LogDirEvents.PATH, "children", self.log_dir_events.on_notification)):
+                (LogDirEvents.PATH, "children", self.log_dir_events.on_notification),
+                (zk_schema.CONFIG_CHANGES_PATH, "children",
+                 self.topic_configs.on_config_change)):
             watch_fn = (self.controller_zk.watch_children if kind == "children"
                         else self.controller_zk.watch_data)
             watch = yield watch_fn(path, self.event_callback(handler))
@@ -315,21 +319,12 @@ class Controller:
         assignments = yield self.controller_zk.get_topic_assignments()
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
         context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
-        yield defer.gatherResults([self._load_unclean_override(context, topic)
+        yield defer.gatherResults([self.topic_configs.load(context, topic)
                                    for topic in context.assignments], consumeErrors=True)
         context.states = yield self.controller_zk.get_partition_states(context.partitions())
         marked = yield self.controller_zk.topics_marked_for_deletion()
         context.topics_to_delete = {t for t in marked if t in context.assignments}
         self.context = context
-
-    @defer.inlineCallbacks
-    def _load_unclean_override(self, context, topic):
-        overrides = yield self.controller_zk.get_topic_config(topic)
-        value = str(overrides.get("unclean.leader.election.enable", "")).lower()
-        if value == "true":
-            context.unclean_topics.add(topic)
-        elif value == "false":
-            context.clean_topics.add(topic)
 
     # --- writes shared by the state machines and managers -------------------------------------
     @defer.inlineCallbacks
@@ -378,7 +373,7 @@ class Controller:
             self.context.assignments[topic] = dict(assignment.partitions)
             self.context.topic_ids[topic] = assignment.topic_id
             new_tps += self.context.partitions(topic)
-            yield self._load_unclean_override(self.context, topic)
+            yield self.topic_configs.load(self.context, topic)
         yield self.partition_modifications.watch(list(assignments))
         log.info("controller: new topic(s) %s, %d partition(s)", new_topics, len(new_tps))
         yield self.on_new_partition_creation(new_tps)

@@ -70,6 +70,9 @@ class ControllerZk:
     def get_topic_config(self, topic: str) -> defer.Deferred:
         return self._call("get_topic_config", topic)
 
+    def get_config_change_notifications(self) -> defer.Deferred:
+        return self._call("get_config_change_notifications")
+
     def get_partition_states(self, tps) -> defer.Deferred:
         return self._call("get_partition_states", list(tps))
 

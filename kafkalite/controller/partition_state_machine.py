@@ -96,6 +96,14 @@ class PartitionStateMachine:
     def _to_online(self, tps, strategy, reassign_targets):
         c = self.controller
         context = c.context
+        if strategy == OFFLINE:
+            # Kafka reads the topic's config where no in-sync replica is alive: whether an
+            # unclean election may happen is the operator's current choice, not a cached one
+            live = context.live_ids()
+            undecided = {tp[0] for tp in tps if (state := context.states.get(tp)) is not None
+                         and not set(state.isr) & live}
+            if undecided:
+                yield c.topic_configs.refresh(undecided)
         updates = {}
         creates = {}
         live = context.live_ids()

@@ -15,8 +15,9 @@ out of sync, the ISR is [A] and A is dead:
   and B takes new records. When A returns it truncates its divergent records and holds what B
   holds.
 
-Overrides altered after the topic's creation are strict xfails (KNOWN_BUGS): the controller
-never rereads them.
+Overrides altered after the topic's creation count too: the controller reads a topic's override
+when it has to elect with no live in-sync replica, and elects at once when an operator switches
+unclean election on for an offline partition (as Kafka 2.8 does).
 """
 
 from __future__ import annotations
@@ -54,34 +55,13 @@ CASES = {
     "topic-altered-to-false-before-failure": ("false", "true", "false", None, False),
     "topic-altered-to-true-while-offline": ("false", None, None, "true", True),
 }
-_STALE_OVERRIDE = (
-    "the controller reads a topic's unclean.leader.election.enable only when it loads the topic "
-    "(controller start, topic creation) and never again: a later change of the override is "
-    "ignored until the controller moves. Kafka's controller reads the topic config at each "
-    "election, and 2.8's TopicConfigHandler also calls "
-    "KafkaController.enableTopicUncleanLeaderElection, electing offline partitions at once")
-KNOWN_BUGS = {
-    "topic-altered-to-false-before-failure": _STALE_OVERRIDE,
-    "topic-altered-to-true-while-offline": _STALE_OVERRIDE,
-}
-
-
-def _case_params() -> list:
-    # the bug shows as the wrong outcome; anything else (a broker that fails to start, ...) fails
-    return [pytest.param(*case, id=name,
-                         marks=[pytest.mark.xfail(strict=True, raises=WrongElectionOutcome,
-                                                  reason=KNOWN_BUGS[name])]
-                         if name in KNOWN_BUGS else [])
-            for name, case in CASES.items()]
-
-
 class WrongElectionOutcome(AssertionError):
     """The partition did not end up as its unclean election settings say it must."""
 
 
 def _wait_for_outcome(cluster, condition, what: str) -> None:
     # the controller decides as soon as it learns of the broker or config change; a short bound
-    # keeps the known bugs' strict xfails from waiting long
+    # keeps a wrong outcome from waiting long
     try:
         wait_until(condition, 20, what,
                    on_timeout=lambda: f"it is {cluster.partition_metadata(TOPIC, 0)}")
@@ -102,7 +82,7 @@ def _produce_ok(broker, values, acks) -> int:
 
 
 @pytest.mark.parametrize("broker_default, created_with, altered_before, altered_offline, "
-                         "b_elected", _case_params())
+                         "b_elected", list(CASES.values()), ids=list(CASES))
 def test_out_of_sync_replica_election(kafkalite_cluster_factory, broker_default, created_with,
                                       altered_before, altered_offline, b_elected):
     cluster = kafkalite_cluster_factory(3, **FAST_FAILURE,
