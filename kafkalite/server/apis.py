@@ -29,6 +29,7 @@ from kafkalite.server.request_authz import ALLOW_ALL, RequestAuthz
 from kafkalite.server.partition_admin import create_partitions
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
+from kafkalite.zk.errors import ZkConnectionLossError, ZkSessionExpiredError
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +289,12 @@ class KafkaApis:
                     yield self.broker.tzk.create_topic(topic.name, assignment, overrides)
                     created.append(topic.name)
                 results[topic.name] = (0, None)
+            except (ZkConnectionLossError, ZkSessionExpiredError) as exc:
+                # as Kafka: the request times out (retriable) while ZooKeeper cannot be reached
+                results[topic.name] = (errors.RequestTimedOutError.code,
+                                       f"ZooKeeper cannot be reached ({exc.message}): topic "
+                                       f"'{topic.name}' was not created; retry once ZooKeeper "
+                                       "has a quorum again")
             except KafkaError as exc:
                 results[topic.name] = (code_of(exc), exc.message)
         if created and request.timeout_ms > 0:
