@@ -11,9 +11,9 @@ wrong:
   leader, or a leader that is not a live broker; a topic is still marked for deletion;
 - a partition state was written at a controller epoch ZooKeeper never had (above
   ``/controller_epoch``: a broker obeyed a forged epoch and wrote it back);
-- a topic that existed before the fuzz lost partitions or vanished; a topic the fuzz could not
-  have touched (``fixed``) changed its partition count at all (growing a fuzz target through
-  CreatePartitions is a legitimate request);
+- a topic that existed before the fuzz lost partitions; a topic the fuzz could not have touched
+  (``fixed``) vanished or changed its partition count at all (growing a fuzz target through
+  CreatePartitions, or deleting one, is a legitimate request);
 - a broker's metadata for a fixed topic's partition (leader, leader epoch) differs from
   ZooKeeper's partition state.
 """

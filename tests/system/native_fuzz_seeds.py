@@ -5,10 +5,10 @@ Two kinds of seed:
 
 - **recorded**: the request frames kafkalite's own clients send in a real session against the
   cluster under test. ``record_client_session`` runs the session in a child process (so the
-  recording hook never touches the test's own clients): an AdminClient creates topics (two grown
-  by CreatePartitions, one of them with explicit replica assignments, one deleted again), describes the cluster, topics and configs, alters a
-  topic config and deletes records; Producers with acks=all and idempotence, acks=0, and acks=1
-  with gzip write; a Consumer assigns, seeks and reads and asks for offsets; a Consumer in a
+  recording hook never touches the test's own clients): an AdminClient creates topics (two
+  grown by CreatePartitions, one of them with explicit replica assignments, one deleted again),
+  describes the cluster, topics and configs, alters a topic config and deletes records;
+  Producers with acks=all and idempotence, acks=0, and acks=1 with gzip write; a Consumer assigns, seeks and reads and asks for offsets; a Consumer in a
   ZooKeeper-free broker group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
   OffsetFetch, LeaveGroup) commits; the admin lists, describes and deletes the group. Each frame
   payload is recorded as ``kafkalite.protocol.envelope.encode_request_payload`` made it, with
@@ -20,7 +20,9 @@ Two kinds of seed:
   must refuse every one; one that gets through breaks the live topics, and the fuzz's invariants
   say so.
 
-Every topic a recorded seed names is one of the fuzz's own (``fz-native*``).
+Every topic a recorded seed names is one of the fuzz's own (``fz-native*``); the controller
+seeds are marked (``Seed.controller``) so that no mutation carries their live topic names into a
+client request.
 """
 
 from __future__ import annotations
