@@ -8,8 +8,8 @@ Two kinds of seed:
   recording hook never touches the test's own clients): an AdminClient creates topics (two
   grown by CreatePartitions, one of them with explicit replica assignments, one deleted again),
   describes the cluster, topics and configs, alters a topic config and deletes records;
-  Producers with acks=all and idempotence, acks=0, and acks=1 with gzip write; a Consumer assigns, seeks and reads and asks for offsets; a Consumer in a
-  ZooKeeper-free broker group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
+  Producers with acks=all and idempotence, acks=0, and acks=1 with gzip write; a Consumer
+  assigns, seeks and reads and asks for offsets; a Consumer in a ZooKeeper-free broker group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
   OffsetFetch, LeaveGroup) commits; the admin lists, describes and deletes the group. Each frame
   payload is recorded as ``kafkalite.protocol.envelope.encode_request_payload`` made it, with
   the broker it went to.
