@@ -9,10 +9,10 @@ Two kinds of seed:
   grown by CreatePartitions, one of them with explicit replica assignments, one deleted again),
   describes the cluster, topics and configs, alters a topic config and deletes records;
   Producers with acks=all and idempotence, acks=0, and acks=1 with gzip write; a Consumer
-  assigns, seeks and reads and asks for offsets; a Consumer in a ZooKeeper-free broker group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
-  OffsetFetch, LeaveGroup) commits; the admin lists, describes and deletes the group. Each frame
-  payload is recorded as ``kafkalite.protocol.envelope.encode_request_payload`` made it, with
-  the broker it went to.
+  assigns, seeks and reads and asks for offsets; a Consumer in a ZooKeeper-free broker group
+  (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, LeaveGroup)
+  commits; the admin lists, describes and deletes the group. Each frame payload is recorded as
+  ``kafkalite.protocol.envelope.encode_request_payload`` made it, with the broker it went to.
 - **controller**: LeaderAndIsr, UpdateMetadata, StopReplica (built with
   ``kafkalite.protocol.messages``) aimed at the *live* topics, and ControlledShutdown, each
   carrying a claim that ZooKeeper does not back: the incident's controller 7 at epoch +32, a
