@@ -25,8 +25,8 @@ from bench_cluster import bootstrap_servers  # noqa: E402
 from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition  # noqa: E402
 
 
-def produce_loop(bootstrap: str, topic: str, n: int, value: bytes, **settings) -> float:
-    producer = Producer(bootstrap_servers=bootstrap, acks=1, **settings)
+def produce_loop(bootstrap: str, topic: str, n: int, value: bytes, acks=1, **settings) -> float:
+    producer = Producer(bootstrap_servers=bootstrap, acks=acks, **settings)
     start = time.perf_counter()
     for _ in range(n):
         producer.send(topic, value)
