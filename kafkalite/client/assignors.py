@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-TopicPartition = tuple[str, int]
+from kafkalite.topic_partition import TopicPartition
+
 Assignment = dict[str, list[TopicPartition]]
 
 

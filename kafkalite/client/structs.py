@@ -1,21 +1,15 @@
 """The small value types the clients hand to users (names and fields follow kafka-python).
 
 All are ``NamedTuple``s: cheap to build, immutable, hashable, and they unpack like tuples.
-``TopicPartition`` compares equal to any ``(topic, partition)`` tuple, so the protocol layer's own
-``TopicPartition`` and plain tuples work as keys too.
+``TopicPartition`` (kafkalite.topic_partition: one type for the whole package) compares equal
+to any ``(topic, partition)`` tuple, so plain tuples work as keys too.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
+from kafkalite.topic_partition import TopicPartition  # noqa: F401 - the one type, re-exported
 
 
 class ConsumerRecord(NamedTuple):

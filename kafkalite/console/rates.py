@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Mapping
 
-TopicPartition = tuple[str, int]
+from kafkalite.topic_partition import TopicPartition
 
 
 class RateTracker:

@@ -21,10 +21,10 @@ from kafkalite.coordinator.types import (
     DescribedGroup, DescribedMember, GroupSnapshot, JoinMember, JoinResult, ListedGroup,
     MemberSnapshot, OffsetAndMetadata, SyncResult,
 )
+from kafkalite.topic_partition import TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
-TopicPartition = tuple[str, int]
 JoinCallback = Callable[[JoinResult], None]
 SyncCallback = Callable[[SyncResult], None]
 

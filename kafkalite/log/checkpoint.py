@@ -19,13 +19,12 @@ import os
 from typing import Mapping
 
 from kafkalite.errors import KafkaStorageError
+from kafkalite.topic_partition import TopicPartition
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
-
-TopicPartition = tuple[str, int]
 
 
 class CorruptCheckpointError(KafkaStorageError):

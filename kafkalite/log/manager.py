@@ -50,13 +50,12 @@ from kafkalite.log.checkpoint import (
 )
 from kafkalite.log.dir_failure import LogDirFailureChannel, normalize_dir, storage_error_hint
 from kafkalite.log.log import Log, log_dir_name, parse_topic_partition
+from kafkalite.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
-
-TopicPartition = tuple[str, int]
 
 
 class LogManager(service.Service):

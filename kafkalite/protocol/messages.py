@@ -46,6 +46,7 @@ from kafkalite.errors import (
     for_code,
 )
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.topic_partition import INT32, TopicPartition
 
 # ================================================================================================
 # Field validators
@@ -251,7 +252,8 @@ def _validator_for(hint: Any, where: str) -> Validator:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is Annotated:
-        return hint.__metadata__[0]
+        meta = hint.__metadata__[0]
+        return I32 if meta == INT32 else meta     # TopicPartition's partition says "int32"
     if hint is str:
         return STR
     if hint is bytes:
@@ -351,11 +353,6 @@ def _bytes_summary(data: Any) -> str:
 # ================================================================================================
 # Shared nested entries
 # ================================================================================================
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: Int32
 
 
 class PartitionError(NamedTuple):

@@ -33,14 +33,13 @@ from twisted.internet import defer
 from kafkalite import errors
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.server.purgatory import DelayedOperation
+from kafkalite.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 HIGH_WATERMARK = -1            # DeleteRecordsRequest.HIGH_WATERMARK
 INVALID_LOW_WATERMARK = -1     # DeleteRecordsResponse.INVALID_LOW_WATERMARK
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-TopicPartition = tuple[str, int]
 
 
 def _live_brokers(broker) -> set[int]:

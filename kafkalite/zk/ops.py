@@ -19,11 +19,10 @@ from typing import Any, Sequence
 from zk_schema import controller as s_controller
 
 from kafkalite.errors import KafkaError
+from kafkalite.topic_partition import TopicPartition
 from kafkalite.zk.errors import (
     ControllerMovedError, ZkBadVersionError, ZkNodeExistsError, ZkNoNodeError,
 )
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
