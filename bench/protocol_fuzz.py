@@ -72,10 +72,15 @@ def main() -> int:
                            overrides=dict(CLUSTER_OVERRIDES))
     start = time.monotonic()
 
+    shown = [0]
+
     def progress(report):
         print(f"  ... {report.cases} cases sent, {report.rate:.0f} cases/s, "
               f"{report.problem_count} problems, {len(report.errors)} connection errors "
               f"({time.monotonic() - start:.0f} s)", flush=True)
+        for problem in report.problems[shown[0]:]:      # as they come: a long run may die
+            print(f"  PROBLEM {problem.describe()}", flush=True)
+        shown[0] = len(report.problems)
 
     try:
         cluster.start()
