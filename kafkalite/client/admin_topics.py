@@ -113,16 +113,7 @@ def delete_topics(admin, topics: Iterable[str], timeout_ms: int | None = None,
 def create_partitions(admin, topic_partitions: dict, timeout_ms: int | None = None,
                       validate_only: bool = False, raise_on_error: bool = True
                       ) -> dict[str, KafkaError | None]:
-    """Add partitions to existing topics: ``{topic: NewPartitions(total_count,
-    new_assignments=None)}`` (a bare int is taken as the total count). Waits (up to
-    ``timeout_ms``) until every partition of those topics has a leader.
-
-    Per topic: InvalidPartitionsError when ``total_count`` is not more than the topic has,
-    InvalidReplicaAssignmentError for assignments that name unknown brokers, are not one list
-    per added partition, or differ from the topic's replication factor,
-    UnknownTopicOrPartitionError for a missing topic, RequestTimedOutError when the
-    partitions were added but their leaders were not elected in time.
-    """
+    """AdminClient.create_partitions (its docstring says what it does and raises)."""
     topics: dict[str, CreatePartitionsTopic] = {}
     for name, new in topic_partitions.items():
         validate_topic_name(name)

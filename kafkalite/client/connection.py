@@ -45,7 +45,6 @@ its own from the calling thread; ``ClusterMetadata`` guards its metadata connect
 
 from __future__ import annotations
 
-import selectors
 import socket
 import ssl
 import struct
@@ -449,25 +448,3 @@ class BrokerConnection:
             result.correlation_id = cid  # type: ignore[attr-defined]
         return cid, result
 
-
-class ConnectionSelector:
-    """One selector over broker connections, one per node id (the producer's sender and the
-    consumer's fetcher each keep one): registering a node's new connection drops its old one."""
-
-    def __init__(self):
-        self.selector = selectors.DefaultSelector()
-        self.registered: dict[int, object] = {}
-
-    def register(self, node: int, conn) -> None:
-        self.unregister(node)
-        self.selector.register(conn, selectors.EVENT_READ, node)
-        self.registered[node] = conn
-
-    def unregister(self, node: int):
-        conn = self.registered.pop(node, None)
-        if conn is not None:
-            try:
-                self.selector.unregister(conn)
-            except (KeyError, ValueError):
-                pass
-        return conn
