@@ -259,3 +259,24 @@ def jepsen_problems(cluster, topic, partitions, acknowledged, timeout_s=90):
         problems += [f"partition {partition} replicas differ at {p}"
                      for p in replica_divergence(dirs, mark)]
     return records, problems
+
+
+def step_printer():
+    """``step(what)`` prints what a fault test is doing, with the seconds since it started (the
+    log a failed run leaves behind)."""
+    started = time.monotonic()
+
+    def step(what):
+        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+    return step
+
+
+def start_acks_all_traffic(bootstrap, topic, partitions, acked=300):
+    """The fault tests' load: the topic with rf 3 and min.insync.replicas 2, and an acks=all
+    BackgroundProducer that has had ``acked`` records acknowledged."""
+    from kafkalite.testing.cluster import wait_until
+
+    create_topic(bootstrap, topic, partitions, 3, min_insync_replicas=2)
+    producer = BackgroundProducer(bootstrap, topic, pace_every=2).start()
+    wait_until(lambda: producer.acked_count() > acked, 60, f"{acked} acknowledged records")
+    return producer

@@ -32,7 +32,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.testing.cluster import request, wait_until
 
-from replication_tools import BackgroundProducer, log_bytes_up_to, read_all
+from replication_tools import BackgroundProducer, log_bytes_up_to, read_all, step_printer
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -132,10 +132,7 @@ def _wait_isr_full(cluster, partitions, timeout_s=60):
 
 
 def test_full_dir_of_two_fails_over_and_comes_back(kafkalite_cluster_factory, small_fs):
-    started = time.monotonic()
-
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+    step = step_printer()
 
     cluster = kafkalite_cluster_factory(3, start=False, replica_lag_time_max_ms=4000)
     victim = cluster.brokers[VICTIM]
@@ -192,10 +189,7 @@ def test_full_dir_of_two_fails_over_and_comes_back(kafkalite_cluster_factory, sm
 
 
 def test_full_only_dir_halts_the_broker_and_comes_back(kafkalite_cluster_factory, small_fs):
-    started = time.monotonic()
-
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+    step = step_printer()
 
     cluster = kafkalite_cluster_factory(3, start=False, replica_lag_time_max_ms=4000)
     cluster.brokers[VICTIM].overrides["log.dirs"] = small_fs

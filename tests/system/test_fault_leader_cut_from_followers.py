@@ -13,15 +13,12 @@ also cut from the controller: nothing but its own ZooKeeper writes tells the clu
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kafkalite import errors
 from kafkalite.testing.cluster import wait_until
 
-from replication_tools import (BackgroundProducer, create_topic, jepsen_problems,
-                               try_produce)
+from replication_tools import jepsen_problems, start_acks_all_traffic, step_printer, try_produce
 
 pytestmark = [pytest.mark.system]
 
@@ -31,17 +28,12 @@ TOPIC, PARTITIONS = "cut-from-followers", 3
 def test_leader_cut_from_followers_shrinks_isr_and_refuses_acks_all(fault_cluster_factory):
     cluster = fault_cluster_factory(3)
     kafka = cluster.kafka
-    started = time.monotonic()
+    step = step_printer()
 
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
-
-    create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
-    producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
-    wait_until(lambda: producer.acked_count() > 300, 60, "300 acknowledged records")
+    producer = start_acks_all_traffic(kafka.bootstrap_servers, TOPIC, PARTITIONS)
     controller = cluster.controller_id()
-    partition, leader = next((p, kafka.leader_of(TOPIC, p)) for p in range(PARTITIONS)
-                             if kafka.leader_of(TOPIC, p) != controller)
+    leaders = {p: kafka.wait_for_leader(TOPIC, p) for p in range(PARTITIONS)}
+    partition, leader = next((p, leader) for p, leader in leaders.items() if leader != controller)
     followers = [b for b in kafka.brokers if b != leader]
     before = cluster.partition_state(TOPIC, partition)
     step(f"partition {partition}: leader {leader}, ISR {before.isr}; controller {controller}")

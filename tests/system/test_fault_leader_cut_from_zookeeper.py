@@ -15,15 +15,12 @@ replication factor 3, min.insync.replicas=2, a background producer with acks=all
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kafkalite import errors
 from kafkalite.testing.cluster import wait_until
 
-from replication_tools import (BackgroundProducer, create_topic, jepsen_problems,
-                               try_produce)
+from replication_tools import jepsen_problems, start_acks_all_traffic, step_printer, try_produce
 
 pytestmark = [pytest.mark.system]
 
@@ -45,14 +42,9 @@ def test_leader_cut_from_zookeeper_acknowledges_nothing_it_cannot_replicate(
         fault_cluster_factory):
     cluster = fault_cluster_factory(3)
     kafka = cluster.kafka
-    started = time.monotonic()
+    step = step_printer()
 
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
-
-    create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
-    producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
-    wait_until(lambda: producer.acked_count() > 300, 60, "300 acknowledged records")
+    producer = start_acks_all_traffic(kafka.bootstrap_servers, TOPIC, PARTITIONS)
     controller = cluster.controller_id()
     # a partition led by a broker that is not the controller (that case is the session expiry
     # of the controller, test_fault_session_expiry.py)

@@ -11,15 +11,13 @@ offset, order per partition, identical replica logs below the high watermark.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kafkalite import AdminClient, NewTopic
 from kafkalite.testing.cluster import wait_until
 
-from replication_tools import (BackgroundProducer, create_topic, jepsen_problems, read_all,
-                               try_produce)
+from replication_tools import (create_topic, jepsen_problems, read_all, start_acks_all_traffic,
+                               step_printer, try_produce)
 
 pytestmark = [pytest.mark.system]
 
@@ -29,14 +27,9 @@ TOPIC, PARTITIONS = "quorum-loss", 3
 def test_brokers_serve_through_quorum_loss_and_recover_after(fault_cluster_factory):
     cluster = fault_cluster_factory(3)
     kafka, ensemble = cluster.kafka, cluster.zookeeper
-    started = time.monotonic()
+    step = step_printer()
 
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
-
-    create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
-    producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
-    wait_until(lambda: producer.acked_count() > 300, 60, "300 acknowledged records")
+    producer = start_acks_all_traffic(kafka.bootstrap_servers, TOPIC, PARTITIONS)
 
     cluster.kill("zk2")
     cluster.kill("zk3")

@@ -2,7 +2,6 @@
 with acks=all while brokers are killed, paused and restarted."""
 
 import os
-import time
 from collections import defaultdict
 
 import pytest
@@ -11,7 +10,8 @@ from kafkalite import Producer, errors
 from kafkalite.protocol import messages as m
 from kafkalite.testing.cluster import request, wait_until
 
-from replication_tools import BackgroundProducer, create_topic, log_bytes_up_to, read_all
+from replication_tools import (BackgroundProducer, create_topic, log_bytes_up_to, read_all,
+                               step_printer)
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -138,10 +138,7 @@ def test_paused_follower_leaves_and_rejoins_isr(kafkalite_cluster_factory):
 
     def isr():      # as the leader's metadata has it: the paused follower's may be stale
         return sorted(_partition_seen_by(cluster, leader, "isr", 0).isr)
-    started = time.monotonic()
-
-    def step(what):
-        print(f"  {time.monotonic() - started:6.1f} s  {what}")
+    step = step_printer()
 
     with Producer(bootstrap_servers=bootstrap, acks="all") as producer:
         producer.send("isr", value=b"both in sync").get(timeout=30)
