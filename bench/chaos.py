@@ -133,15 +133,15 @@ class Run:
         from kafkalite.testing.faults.network import FaultNetwork, FaultNetworkUnavailable
 
         available = {"processes"}
-        skipped = []
+        skipped = {}                # what a fault kind needs -> why it is not there
         if self.args.no_namespaces:
-            skipped.append("network faults (--no-namespaces)")
+            skipped["network"] = "--no-namespaces"
         else:
             try:
                 self.network = FaultNetwork().start()
                 available.add("network")
             except FaultNetworkUnavailable as exc:
-                skipped.append(f"network faults ({exc})")
+                skipped["network"] = str(exc)
         if self.network is None:
             self.network = LoopbackNetwork()
         self.ensemble = start_ensemble(self.network, os.path.join(self.workdir, "zk"))
@@ -157,7 +157,7 @@ class Run:
             except OSError as exc:
                 reason = str(exc)
         if reason is not None:
-            skipped.append(f"full disk ({reason})")
+            skipped["disk"] = reason
         self.cluster.start()
         return available, skipped
 
@@ -178,8 +178,9 @@ class Run:
         self.say(f"seed {self.seed}; 3 brokers {kafka.bootstrap_servers}, ZooKeeper "
                  f"{self.ensemble.connect_string} ({self.network.describe()}); "
                  f"{len(kinds)} faults within {self.args.minutes:g} min")
-        for what in skipped:
-            self.say(f"SKIPPED: {what}")
+        for need, reason in skipped.items():
+            names = ", ".join(k for k, (_f, n) in FAULTS.items() if n == need)
+            self.say(f"SKIPPED {names}: {reason}")
         create_topic(kafka.bootstrap_servers, TOPIC, PARTITIONS, 3, min_insync_replicas=2)
         replicas = {}
         for p in range(PARTITIONS):
