@@ -240,3 +240,31 @@ def test_events_after_stop_are_dropped_quietly(caplog):
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert h.state("t", 0).isr == (1, 2)                      # nothing written after stop
     assert controller.channels.closed
+
+
+def test_an_override_altered_after_creation_decides_the_next_election():
+    """The override is read when the election needs it, not cached from the topic's creation."""
+    h = ControllerHarness(brokers=(1, 2, 3))                 # broker default: clean only
+    h.admin.create_topic("t", {0: [1, 2, 3]}, config={"unclean.leader.election.enable": "true"})
+    h.set_state("t", 0, leader=1, isr=[1])
+    h.controller(3)
+    h.admin.set_topic_config("t", {"unclean.leader.election.enable": "false"})
+    h.settle()
+    h.kill_broker(1)
+    h.settle()
+    assert h.state("t", 0).leader == -1
+
+
+def test_switching_unclean_election_on_elects_an_offline_partition_at_once():
+    h = ControllerHarness(brokers=(1, 2, 3))
+    h.admin.create_topic("t", {0: [1, 2, 3]})
+    h.set_state("t", 0, leader=1, isr=[1])
+    controller, _ = h.controller(3)
+    h.kill_broker(1)
+    h.settle()
+    assert h.state("t", 0).leader == -1
+    h.admin.set_topic_config("t", {"unclean.leader.election.enable": "true"})
+    h.settle()
+    state = h.state("t", 0)
+    assert state.leader == 2 and state.isr == (2,)
+    assert controller.partition_state_machine.state(("t", 0)) == PS.ONLINE
