@@ -11,9 +11,10 @@ wrong:
   leader, or a leader that is not a live broker; a topic is still marked for deletion;
 - a partition state was written at a controller epoch ZooKeeper never had (above
   ``/controller_epoch``: a broker obeyed a forged epoch and wrote it back);
-- a topic that existed before the fuzz lost partitions; a topic the fuzz could not have touched
-  (``fixed``) vanished or changed its partition count at all (growing a fuzz target through
-  CreatePartitions, or deleting one, is a legitimate request);
+- a topic that existed before the fuzz lost partitions (under the same topic id); a topic the
+  fuzz could not have touched (``fixed``) vanished, was created again or changed its partition
+  count at all (growing a fuzz target through CreatePartitions, or deleting one and creating it
+  again, are legitimate requests);
 - a broker's metadata for a fixed topic's partition (leader, leader epoch) differs from
   ZooKeeper's partition state.
 """
@@ -84,9 +85,10 @@ def unexpected_errors(since: dict[str, int]) -> list[str]:
 
 # --- ZooKeeper against the brokers ---------------------------------------------------------------
 
-def topic_counts(zk) -> dict[str, int]:
-    """{topic: number of partitions in its assignment} for every topic in ZooKeeper."""
-    return {topic: len(assignment.partitions)
+def topic_counts(zk) -> dict[str, tuple[str | None, int]]:
+    """{topic: (topic id, number of partitions in its assignment)} for every topic in ZooKeeper
+    (a topic deleted and created again has a new id)."""
+    return {topic: (assignment.topic_id, len(assignment.partitions))
             for topic, assignment in zk.get_topic_assignments().items()}
 
 
@@ -139,13 +141,13 @@ def cluster_problems(zk, ports: dict[int, int], before: dict[str, int], fixed: s
             elif epoch is not None and state.controller_epoch > epoch.epoch:
                 problems.append(f"{topic}-{partition}'s state was written at controller epoch "
                                 f"{state.controller_epoch}, above ZooKeeper's {epoch.epoch}")
-    for topic, count in sorted(before.items()):
-        after = len(now[topic].partitions) if topic in now else None
-        if topic in fixed and after != count:
-            problems.append(f"topic {topic} had {count} partitions before the fuzz and has "
-                            f"{after} now")
-        elif after is not None and after < count:
-            problems.append(f"topic {topic} shrank from {count} to {after} partitions")
+    for topic, (topic_id, count) in sorted(before.items()):
+        after = (now[topic].topic_id, len(now[topic].partitions)) if topic in now else None
+        if topic in fixed and after != (topic_id, count):
+            problems.append(f"topic {topic} was {(topic_id, count)} (id, partitions) before the "
+                            f"fuzz and is {after} now")
+        elif after is not None and after[0] == topic_id and after[1] < count:
+            problems.append(f"topic {topic} shrank from {count} to {after[1]} partitions")
     return problems
 
 

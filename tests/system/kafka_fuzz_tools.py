@@ -15,6 +15,7 @@ does not decode, or answer with another request's correlation id.
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 import time
@@ -236,10 +237,13 @@ def resource_heavy(payload: bytes) -> bool:
     return False
 
 
+IMPORT_ATTEMPTS = 5
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _CLASSIFY = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from kafka_fuzz_tools import resource_heavy
+print("ready", flush=True)
 for index, line in enumerate(sys.stdin):
     if resource_heavy(bytes.fromhex(line.strip())):
         print(index, flush=True)
@@ -251,7 +255,6 @@ def heavy_cases(cases: list[Case]) -> tuple[set[int], str | None]:
     killed the process doing it. The decoding runs in a child process: it is the broker's own
     Kafka codec, and a codec bug that aborts the interpreter must show up as a finding, not
     take the fuzzer down with it."""
-    import os
     import subprocess
     import sys
 
@@ -263,10 +266,19 @@ def heavy_cases(cases: list[Case]) -> tuple[set[int], str | None]:
                            if payload[:2] in (b"\x00\x13", b"\x00\x25")]
     if not candidates:
         return set(), None
-    child = subprocess.run([sys.executable, "-c", _CLASSIFY, os.path.dirname(__file__)],
-                           input="".join(p.hex() + "\n" for _, p in candidates),
-                           capture_output=True, text=True, timeout=300)
-    found = {candidates[int(line)][0] for line in child.stdout.split()}
+    for attempt in range(IMPORT_ATTEMPTS):
+        child = subprocess.run([sys.executable, "-c", _CLASSIFY, os.path.dirname(__file__)],
+                               input="".join(p.hex() + "\n" for _, p in candidates),
+                               capture_output=True, text=True, timeout=300, cwd=_REPO)
+        lines = child.stdout.split()
+        if lines[:1] == ["ready"]:
+            break
+        # kafkalite itself did not import (the working tree caught mid-edit?): not a finding
+        time.sleep(1 + attempt)
+    else:
+        raise RuntimeError(f"the classifying child could not import kafkalite: "
+                           f"{child.stderr.strip()[-500:]}")
+    found = {candidates[int(line)][0] for line in lines[1:]}
     if child.returncode != 0:
         # leave out every admin case that could not be classified
         return {i for i, _ in candidates}, (

@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import msgpack
@@ -46,6 +47,7 @@ TEMP_TOPIC = "fz-native-tmp"           # created, then deleted
 ASSIGNED_TOPIC = "fz-native-assigned"  # created and grown with explicit replica assignments
 NATIVE_GROUP = "fz-native-group"
 SEEDS_PER_API = 4                      # distinct recorded request bodies kept per API key
+IMPORT_ATTEMPTS = 5
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -73,8 +75,13 @@ def record_client_session(bootstrap: str, port_to_broker: dict[int, int],
                           timeout_s: float = 180) -> list[Seed]:
     """Run the client session in a child process; its distinct request frames, at most
     ``SEEDS_PER_API`` bodies per API key, each meant for the broker it went to."""
-    child = subprocess.run([sys.executable, os.path.abspath(__file__), bootstrap],
-                           capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
+    for attempt in range(IMPORT_ATTEMPTS):
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), bootstrap],
+                               capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
+        if child.stdout.startswith("ready"):
+            break
+        # kafkalite itself did not import (the working tree caught mid-edit?): nothing was sent
+        time.sleep(1 + attempt)
     if child.returncode != 0:
         raise RuntimeError(f"the recorded client session failed (exit {child.returncode}):\n"
                            f"{child.stderr[-3000:]}")
@@ -123,6 +130,7 @@ def _record_session(bootstrap: str) -> None:
 
     connection.BrokerConnection.send = recording_send
     connection.encode_request_payload = recording_encode
+    print("ready", flush=True)
 
     admin = AdminClient(bootstrap_servers=bootstrap, client_id="fz-admin")
     admin.create_topics([NewTopic(NATIVE_TOPIC, 2, 3), NewTopic(GROW_TOPIC, 1, 2),
@@ -227,8 +235,6 @@ def read_controller_view(zk) -> ControllerView:
 def _until_it_works(call, timeout_s: float = 30):
     """``call()``'s result once it stops raising (the brokers learn of new topics and partitions
     from the controller one by one), or its error after ``timeout_s``."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         try:

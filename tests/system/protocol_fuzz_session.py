@@ -52,7 +52,7 @@ class SessionResult:
     seeds: dict = field(default_factory=dict)      # kind -> how many
     live: list = field(default_factory=list)       # (name, traffic, before, during)
     problems: list = field(default_factory=list)   # every broken invariant, described
-    topics: tuple = ({}, {})                       # {topic: partitions} before, after the fuzz
+    topics: tuple = ({}, {})                       # fuzz_invariants.topic_counts before, after
 
     def check(self) -> None:
         if self.problems:
@@ -63,8 +63,9 @@ class SessionResult:
         lines = [self.report.summary(), self.report.table(),
                  "seeds: " + ", ".join(f"{k} {n}" for k, n in self.seeds.items())]
         before, after = self.topics
-        lines.append(f"topics in ZooKeeper: {len(before)} with {sum(before.values())} "
-                     f"partitions before the fuzz, {len(after)} with {sum(after.values())} "
+        lines.append(f"topics in ZooKeeper: {len(before)} with "
+                     f"{sum(n for _, n in before.values())} partitions before the fuzz, "
+                     f"{len(after)} with {sum(n for _, n in after.values())} "
                      f"after it (new: {sorted(set(after) - set(before))[:8]}"
                      f"{'...' if len(set(after) - set(before)) > 8 else ''})")
         for name, traffic, before, during in self.live:
