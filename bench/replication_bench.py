@@ -36,7 +36,7 @@ def throughput(bootstrap: str, topic: str, acks, records: int, size: int) -> flo
 def failover_once(cluster: LocalCluster, topic: str) -> float:
     # a clean election needs a live in-sync replica: start from a full ISR
     wait_until(lambda: len(cluster.partition_metadata(topic, 0).isr) == 3, 60, "full ISR")
-    victim = cluster.leader_of(topic, 0)
+    victim = cluster.wait_for_leader(topic, 0)
     producer = Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=0,
                         retries=1_000_000, retry_backoff_ms=50, request_timeout_ms=3000)
     producer.send(topic, value=b"warm", partition=0).get(timeout=30)

@@ -57,7 +57,7 @@ def test_views_show_the_cluster_groups_and_znodes(cluster, console, zk_connect):
     assert view["controller"]["epoch"] >= 1
     assert view["cluster_id"]
     for p in view["topics"][TOPIC]["partitions"]:
-        assert p["leader"] == cluster.leader_of(TOPIC, p["partition"])
+        assert p["leader"] == cluster.wait_for_leader(TOPIC, p["partition"])
         assert sorted(p["replicas"]) == [1, 2, 3] and sorted(p["isr"]) == [1, 2, 3]
         assert (p["offline"], p["log_end_offset"]) == (False, 10)
 
@@ -122,7 +122,7 @@ def test_kill_of_a_leader_comes_out_as_sentences(cluster, console):
     assert f"it led {TOPIC}-0" in died[0]
     new_leader, isr, epoch = int(elected[0].group(1)), elected[0].group(2), int(elected[0].group(3))
     assert new_leader != victim and str(victim) not in isr.split(",")
-    assert new_leader == cluster.leader_of(TOPIC, 0) and epoch >= 1
+    assert new_leader == cluster.wait_for_leader(TOPIC, 0) and epoch >= 1
     view = console.get("/api/cluster")
     assert {b["id"]: b["alive"] for b in view["brokers"]}[victim] is False
     partition = view["topics"][TOPIC]["partitions"][0]

@@ -111,7 +111,7 @@ def test_page_draws_the_cluster_and_follows_a_failover(kafkalite_cluster_factory
               f"(session timeout {SESSION_TIMEOUT_S} s); screenshots in {tmp_path}")
         assert page["marker"], "the page was reloaded: it must follow the event stream"
         new_leader = {x["partition"]: x["broker"] for x in page["leaders"]}[0]
-        assert new_leader == cluster.leader_of("orders", 0)
+        assert new_leader == cluster.wait_for_leader("orders", 0)
         assert os.path.getsize(tmp_path / "console-after-failover.png") > 0
     finally:
         console.stop()

@@ -61,7 +61,7 @@ def test_brokers_serve_through_quorum_loss_and_recover_after(fault_cluster_facto
                "every broker registered")
     step("quorum back; every broker registered")
     create_topic(kafka.bootstrap_servers, "created-after-quorum", 1, 3)
-    victim = kafka.leader_of(TOPIC, 0)
+    victim = kafka.wait_for_leader(TOPIC, 0)
     kafka.kill(victim)
     wait_until(lambda: kafka.leader_of(TOPIC, 0) not in (-1, victim), 60,
                "a new leader for partition 0")

@@ -92,7 +92,7 @@ def forged_leader_and_isr(leader_id, controller_id, controller_epoch, broker_epo
 
 
 def forge_every_claim_zookeeper_does_not_back(cluster, zk):
-    leader = cluster.leader_of(TOPIC, 0)
+    leader = cluster.wait_for_leader(TOPIC, 0)
     controller, epoch = zk.get_controller_id(), real_epoch(zk)
     broker_epoch = zk.get_broker(leader).broker_epoch
     return {
@@ -111,14 +111,14 @@ def forge_every_claim_zookeeper_does_not_back(cluster, zk):
 
 def test_forged_controller_requests_change_nothing(cluster, zk, acknowledged):
     before = states(zk)
-    leader0 = cluster.leader_of(TOPIC, 0)
+    leader0 = cluster.wait_for_leader(TOPIC, 0)
     for claim, forged in forge_every_claim_zookeeper_does_not_back(cluster, zk).items():
         answer = request("127.0.0.1", leader_port(cluster, 0), forged)
         assert answer.error_code in REFUSED, (claim, answer)
         assert states(zk) == before, claim
     assert "refused" in cluster.brokers[leader0].log_tail(400)
 
-    leader1 = cluster.leader_of(TOPIC, 1)
+    leader1 = cluster.wait_for_leader(TOPIC, 1)
     port = cluster.brokers[leader1].port
     epoch = real_epoch(zk)
     stop = m.StopReplicaRequest(controller_id=7, controller_epoch=epoch + 5,
@@ -159,7 +159,7 @@ def test_control_plane_listener_is_the_only_door(kafkalite_cluster_factory):
     zk = ZkClient(cluster.zk_connect).start()
     try:
         acknowledged_records = produce_acknowledged(cluster, zk)
-        leader = cluster.leader_of(TOPIC, 0)
+        leader = cluster.wait_for_leader(TOPIC, 0)
         perfect = forged_leader_and_isr(leader, zk.get_controller_id(), real_epoch(zk),
                                         zk.get_broker(leader).broker_epoch)
         before = states(zk)

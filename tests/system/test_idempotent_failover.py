@@ -194,7 +194,7 @@ def test_leader_kill_mid_stream_keeps_every_record_once_and_in_order(
     stream.start()
     try:
         wait_until(lambda: len(client.acked) >= 500 or client.fatal, 60, "500 acknowledged")
-        victim = cluster.leader_of(TOPIC, 0)
+        victim = cluster.wait_for_leader(TOPIC, 0)
         acked_at_kill = len(client.acked)
         cluster.kill(victim)
         wait_until(lambda: cluster.leader_of(TOPIC, 0) not in (-1, victim), 30, "a new leader")
@@ -249,7 +249,7 @@ def test_lost_response_retried_on_a_new_leader_is_stored_once(
     bootstrap = ",".join(p.address for p in proxies.values())
     create_topic(cluster.bootstrap_servers, TOPIC, 1, 3, min_insync_replicas=2)
     wait_until(lambda: len(cluster.partition_metadata(TOPIC, 0).isr) == 3, 30, "3 in sync")
-    leader = cluster.leader_of(TOPIC, 0)
+    leader = cluster.wait_for_leader(TOPIC, 0)
     client = IdempotentClient(kind, bootstrap)
     try:
         for i in range(5):

@@ -137,7 +137,7 @@ def test_leader_kills_under_an_idempotent_acks_all_producer(kafkalite_cluster_fa
             # a leader with two followers in sync: acks=all has both of them
             wait_until(lambda: len(cluster.partition_metadata(TOPIC, partition).isr) == 3, 60,
                        f"all three replicas of partition {partition} in sync")
-            victim = cluster.leader_of(TOPIC, partition)
+            victim = cluster.wait_for_leader(TOPIC, partition)
             cluster.kill(victim)
             kills.append((round(time.monotonic() - started, 1), partition, victim,
                           producer.acked_count()))

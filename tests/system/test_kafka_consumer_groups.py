@@ -620,7 +620,7 @@ def test_coordinator_killed_while_the_group_commits(cluster, members):
             # the group's first FindCoordinator created)
             [offsets_topic] = cluster.metadata([OFFSETS_TOPIC]).topics
             group_partition = partition_for(group, len(offsets_topic.partitions))
-            victim = cluster.leader_of(OFFSETS_TOPIC, group_partition)
+            victim = cluster.wait_for_leader(OFFSETS_TOPIC, group_partition)
             assert victim == coordinator_of(cluster, group), "FindCoordinator disagrees"
 
             cluster.kill(victim)

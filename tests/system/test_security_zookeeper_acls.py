@@ -106,7 +106,7 @@ def test_brokers_and_the_cli_with_the_identity_keep_working(secure):
 
 def test_a_killed_leader_still_moves_leadership(secure):
     cluster = secure.cluster
-    leader = cluster.leader_of(TOPIC, 0)
+    leader = cluster.wait_for_leader(TOPIC, 0)
     assert leader > 0
     cluster.kill(leader)
     try:

@@ -113,7 +113,7 @@ def test_broker_killed_during_a_zookeeper_group_rebalance(kafkalite_cluster_fact
             owners = owner_map(zk, GROUP)
             assert all(owners.get(tp) == m1.member_id for tp in handover), \
                 f"partitions {sorted(handover)} left the stopped m1: {owners}"
-            victim = cluster.leader_of(TOPIC, 0)
+            victim = cluster.wait_for_leader(TOPIC, 0)
             cluster.kill(victim)             # the rebalance is unfinished: m1 holds `handover`
             acked_at_kill = producer.acked_count()
             wait_until(lambda: all(cluster.leader_of(TOPIC, p) not in (-1, victim)
