@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Set up kafkalite on a fresh Debian/Ubuntu machine: ZooKeeper, Java and kcat from apt when missing,
-# then a virtualenv in .venv with kafkalite and its test (and, with --spark, Spark) extras.
+# then a virtualenv in .venv with kafkalite and its test (and, with --spark, Spark) extras. With
+# --apache-kafka, also Maven and Apache Kafka 2.8.2's jars (scripts/fetch_apache_kafka.sh), the
+# oracle that the conformance suite and the Kafka-tool tests run beside kafkalite.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXTRAS="test"
+APACHE_KAFKA=0
 for arg in "$@"; do
   case "$arg" in
     --spark) EXTRAS="test,spark" ;;
-    *) echo "usage: scripts/setup.sh [--spark]" >&2; exit 2 ;;
+    --apache-kafka) APACHE_KAFKA=1 ;;
+    *) echo "usage: scripts/setup.sh [--spark] [--apache-kafka]" >&2; exit 2 ;;
   esac
 done
 
@@ -55,6 +59,10 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+if [ "$APACHE_KAFKA" = 1 ]; then
+  # Maven fetches Apache Kafka's jars; javac's JDK comes with it
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
   apt_install "${missing[@]}"
@@ -66,4 +74,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
+if [ "$APACHE_KAFKA" = 1 ]; then
+  bash scripts/fetch_apache_kafka.sh
+fi
 echo "setup: ready (.venv with kafkalite[${EXTRAS}]; ZooKeeper at /usr/share/java/zookeeper.jar)" >&2

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh, with the Spark extra) and run the whole test suite: unit, integration,
+# Set up (scripts/setup.sh, with the Spark extra and Apache Kafka 2.8.2 as the oracle) and run the whole test suite: unit, integration,
 # system and Spark tests against a real ZooKeeper and real broker processes; then the Docker system
 # test (docker/ci.sh: installs docker.io, starts its own dockerd, builds the images, runs the
 # docker-compose cluster) when running as root, or with KAFKALITE_WITH_DOCKER=1. Set
 # KAFKALITE_WITH_DOCKER=0 to leave Docker out. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --spark
+scripts/setup.sh --spark --apache-kafka
 rc=0
 # pytest exits 5 when no tests ran: that, like any non-zero code, fails the run
 .venv/bin/python -m pytest tests -m "not docker" "$@" || rc=$?

@@ -157,3 +157,10 @@ from kafkalite.testing.containers import (  # noqa: E402,F401
 # kafkalite/testing/faults/fixtures.py; they import the toolkit only when used.
 from kafkalite.testing.faults.fixtures import (  # noqa: E402,F401
     fault_cluster_factory, fault_network, fault_zookeeper)
+
+
+# --- Apache Kafka 2.8.2 beside kafkalite (the oracle) -----------------------------------------
+# apache_kafka, shared_kafkalite, kafka_systems (session scope), system: see
+# kafkalite/testing/oracle_fixtures.py; the launcher is imported only when a fixture runs.
+from kafkalite.testing.oracle_fixtures import (  # noqa: E402,F401
+    apache_kafka, kafka_systems, shared_kafkalite, system)

@@ -1,0 +1,118 @@
+"""pytest fixtures that put Apache Kafka 2.8.2 beside kafkalite (registered by the kafkalite plugin).
+
+- ``apache_kafka`` (session): 3 Apache Kafka brokers (:class:`~kafkalite.testing.apache_kafka.
+  ApacheKafkaCluster`) on a chroot of the session's ZooKeeper.
+- ``shared_kafkalite`` (session): 3 kafkalite brokers on a chroot of their own, shared by the tests
+  that do not need a cluster of their own (the tool tests, the conformance suite).
+- ``kafka_systems`` (session): ``{"kafkalite": shared_kafkalite, "kafka": apache_kafka}``.
+- ``system`` (parametrised by a test with ``@pytest.mark.parametrize("system", SYSTEMS,
+  indirect=True)``): one of the two.
+
+Both clusters get the same settings (:data:`SHARED_SETTINGS`), so a difference between them is a
+difference of the systems, not of their configuration. When Apache Kafka is not fetched the fixture
+fails, naming the fix: in CI a skipped oracle would hide every difference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+SYSTEMS = ("kafkalite", "kafka")
+
+# Given to both systems: every other setting is each system's own default.
+SHARED_SETTINGS: dict[str, Any] = {
+    "min.insync.replicas": 2,
+    "default.replication.factor": 3,
+    "num.partitions": 1,
+    "auto.create.topics.enable": "true",
+    "group.initial.rebalance.delay.ms": 0,
+    "offsets.topic.num.partitions": 50,
+    "delete.topic.enable": "true",
+}
+
+
+def _chroot(zookeeper: Any, name: str) -> str:
+    from kafkalite.testing.zookeeper import unique_chroot
+    from kafkalite.zk import ZkClient
+
+    chroot = unique_chroot(name)
+    admin = ZkClient(zookeeper.connect_string, session_timeout_ms=30_000).start()
+    try:
+        admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+    return chroot
+
+
+def _print_logs_if_failed(request: pytest.FixtureRequest, failed_before: int, cluster: Any) -> None:
+    if request.session.testsfailed > failed_before:
+        print(cluster.describe_logs())
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(request: pytest.FixtureRequest, zookeeper: Any,
+                 tmp_path_factory: Any) -> Iterator[Any]:
+    from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
+
+    chroot = _chroot(zookeeper, "apache-kafka")
+    try:
+        cluster = ApacheKafkaCluster(f"{zookeeper.connect_string}{chroot}", 3,
+                                     workdir=str(tmp_path_factory.mktemp("apache-kafka")),
+                                     overrides=dict(SHARED_SETTINGS))
+    except ApacheKafkaNotFoundError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    cluster.zk_chroot = chroot
+    failed_before = request.session.testsfailed
+    try:
+        cluster.start()
+    except BaseException:
+        print(cluster.describe_logs())
+        cluster.stop()
+        raise
+    try:
+        yield cluster
+    finally:
+        _print_logs_if_failed(request, failed_before, cluster)
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_kafkalite(request: pytest.FixtureRequest, zookeeper: Any,
+                     tmp_path_factory: Any) -> Iterator[Any]:
+    from kafkalite.testing.cluster import LocalCluster
+
+    chroot = _chroot(zookeeper, "kl-shared")
+    cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,
+                           workdir=str(tmp_path_factory.mktemp("kafkalite-shared")),
+                           overrides=dict(SHARED_SETTINGS))
+    cluster.zk_chroot = chroot
+    failed_before = request.session.testsfailed
+    try:
+        cluster.start()
+    except BaseException:
+        print(cluster.describe_logs())
+        cluster.stop()
+        raise
+    try:
+        yield cluster
+    finally:
+        _print_logs_if_failed(request, failed_before, cluster)
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_systems(shared_kafkalite: Any, apache_kafka: Any) -> dict[str, Any]:
+    return {"kafkalite": shared_kafkalite, "kafka": apache_kafka}
+
+
+@pytest.fixture
+def system(request: pytest.FixtureRequest) -> Any:
+    """The cluster named by the test's ``system`` parameter ("kafkalite" or "kafka")."""
+    name = getattr(request, "param", None)
+    if name not in SYSTEMS:
+        raise ValueError(f"parametrize 'system' with one of {SYSTEMS} (indirect=True), "
+                         f"not {name!r}")
+    fixture = "shared_kafkalite" if name == "kafkalite" else "apache_kafka"
+    return request.getfixturevalue(fixture)
