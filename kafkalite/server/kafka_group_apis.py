@@ -28,6 +28,7 @@ from kafkalite.server.request_authz import RequestAuthz
 _NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 _GROUP_DENIED = errors.GroupAuthorizationFailedError.code
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
+_UNKNOWN_PARTITION = errors.UnknownTopicOrPartitionError.code
 
 
 def _authz(broker, connection) -> RequestAuthz:
@@ -155,10 +156,16 @@ def offset_commit(broker, request, version, connection):
                for t in request.topics for p in t.partitions
                if not group_ok or t.name not in readable}
     offsets = {}
+    cache = broker.metadata_cache
     for topic in request.topics:
         if not group_ok or topic.name not in readable:
             continue
         for p in topic.partitions:
+            # as Kafka 2.8: an allowed partition the metadata cache does not know is refused,
+            # per partition, and nothing is stored for it (no offsets of topics that never were)
+            if not cache.contains_partition(topic.name, p.partition_index):
+                refused[(topic.name, p.partition_index)] = _UNKNOWN_PARTITION
+                continue
             offsets[(topic.name, p.partition_index)] = OffsetAndMetadata(
                 p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                 p.committed_metadata or "", now)

@@ -61,6 +61,9 @@ class MetadataCache:
     def contains(self, topic: str) -> bool:
         return topic in self.partitions
 
+    def contains_partition(self, topic: str, partition: int) -> bool:
+        return partition in self.partitions.get(topic, {})
+
     def topics(self) -> list[str]:
         return sorted(self.partitions)
 
