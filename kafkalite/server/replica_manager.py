@@ -397,10 +397,12 @@ class ReplicaManager:
                             p.fetch_offset <= partition.log_end_offset:
                         records = b""  # ahead of the HW but inside the log: nothing visible yet
                     else:
-                        max_bytes = min(p.partition_max_bytes, remaining) if total else \
-                            p.partition_max_bytes
-                        records = partition.log.read(p.fetch_offset, max(max_bytes, 1),
-                                                     max_offset=limit).records
+                        # KIP-74, as Kafka's readFromLocalLog: each partition reads at most
+                        # min(its limit, what the response has left); only until some partition
+                        # returned data may one whole batch exceed that, so consumers progress
+                        records = partition.log.read(
+                            p.fetch_offset, min(p.partition_max_bytes, remaining),
+                            max_offset=limit, min_one_batch=total == 0).records
                     total += len(records)
                     remaining = max(remaining - len(records), 0)
                     parts.append(m.FetchPartitionResponse(
