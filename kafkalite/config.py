@@ -12,7 +12,7 @@ A bad value raises ConfigError naming the key, the value and what is allowed.
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,10 @@ from typing import Any, Mapping
 from kafkalite.config_defs import (  # noqa: F401
     ConfigDef, Validator, at_least, between, each_one_of, listeners_valid, non_empty, one_of,
     parse_overrides, producer_compression, read_properties,
+)
+from kafkalite.config_kafka_names import (  # noqa: F401
+    BROKER_NO_EFFECT, NOT_KAFKA_BROKER_CONFIGS, TOPIC_NO_EFFECT, closest_name, no_effect_note,
+    unknown_broker_config_note, unknown_topic_config_message,
 )
 from kafkalite.errors import ConfigError
 
@@ -153,10 +157,19 @@ SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("broker.id", "int", -1, "this broker's unique id (required)", at_least(-1)),
     ConfigDef("broker.rack", "string", None, "rack of this broker, for rack-aware assignment"),
-    ConfigDef("listeners", "list", ("PLAINTEXT://:9092",), "where the broker listens",
-              listeners_valid),
+    ConfigDef("listeners", "list", ("PLAINTEXT://:9092",), "where the broker listens "
+              "(default: PLAINTEXT://host.name:port)", listeners_valid),
     ConfigDef("advertised.listeners", "list", None, "what the broker tells clients to connect "
-              "to (default: listeners)", listeners_valid),
+              "to (default: PLAINTEXT://advertised.host.name:advertised.port if either is set, "
+              "else listeners)", listeners_valid),
+    ConfigDef("port", "int", 9092, "deprecated (Kafka too): the port of the PLAINTEXT listener "
+              "when listeners is not set", between(0, 65535)),
+    ConfigDef("host.name", "string", "", "deprecated (Kafka too): the host of the PLAINTEXT "
+              "listener when listeners is not set; empty binds every interface"),
+    ConfigDef("advertised.host.name", "string", None, "deprecated (Kafka too): the advertised "
+              "host when advertised.listeners is not set (default: host.name)"),
+    ConfigDef("advertised.port", "int", None, "deprecated (Kafka too): the advertised port "
+              "when advertised.listeners is not set (default: port)", between(0, 65535)),
     ConfigDef("inter.broker.listener.name", "string", None, "listener brokers use to reach "
               "each other (default: the first in listeners)"),
     ConfigDef("control.plane.listener.name", "string", None, "listener that carries only the "
@@ -290,6 +303,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}
 TOPIC_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
+#: every name a broker or a topic accepts: applied ones and Kafka's without effect in kafkalite
+BROKER_CONFIG_NAMES = tuple(sorted(set(BROKER_BY_NAME) | set(BROKER_NO_EFFECT)))
+TOPIC_CONFIG_NAMES = tuple(sorted(set(TOPIC_BY_NAME) | set(TOPIC_NO_EFFECT)))
 
 # Broker keys that set one value together, most specific first (Kafka's brokerSynonyms):
 # log.retention.ms wins over .minutes, which wins over .hours; log.roll.ms over log.roll.hours.
@@ -322,25 +338,50 @@ _BrokerConfigBase = _dataclass_for("_BrokerConfigBase", BROKER_CONFIGS, "")
 
 def _parse_all(defs_by_name: Mapping[str, ConfigDef], values: Mapping[str, Any],
                strict: bool) -> dict[str, Any]:
+    """Parse the topic keys of ``values``: Kafka's topic configs kafkalite does not apply
+    (TOPIC_NO_EFFECT) are accepted and skipped; an unknown key is refused as Kafka refuses it
+    (strict) or skipped."""
     parsed: dict[str, Any] = {}
     for key, raw in values.items():
         definition = defs_by_name.get(key)
         if definition is None:
-            if strict:
-                close = difflib.get_close_matches(key, list(defs_by_name), n=1)
-                hint = f"; did you mean {close[0]}?" if close else ""
-                raise ConfigError(f"unknown configuration {key!r}{hint}")
+            if strict and key not in TOPIC_NO_EFFECT:
+                raise ConfigError(unknown_topic_config_message(key, TOPIC_CONFIG_NAMES))
             continue
         parsed[definition.attr] = definition.parse(raw)
     return parsed
 
 
+def _parse_broker(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Parse the broker keys of ``values``: (parsed values, Kafka names given that kafkalite
+    accepts without effect, unknown names given). Neither of the last two is refused."""
+    parsed: dict[str, Any] = {}
+    no_effect, unknown = [], []
+    for key, raw in values.items():
+        definition = BROKER_BY_NAME.get(key)
+        if definition is not None:
+            parsed[definition.attr] = definition.parse(raw)
+        elif key in BROKER_NO_EFFECT:
+            no_effect.append(key)
+        else:
+            unknown.append(key)
+    return parsed, no_effect, unknown
+
+
+def check_topic_config_name(name: str) -> None:
+    """ConfigError (INVALID_CONFIG on the wire) unless ``name`` is a Kafka topic config
+    (applied or accepted without effect), worded as Kafka's, naming the closest known name."""
+    if name not in TOPIC_BY_NAME and name not in TOPIC_NO_EFFECT:
+        raise ConfigError(unknown_topic_config_message(name, TOPIC_CONFIG_NAMES))
+
+
 _LISTENER_KEY = re.compile(r"^listener\.name\.([A-Za-z0-9_]+)\.(.+)$")
 
 
-def _split_listener_overrides(values: Mapping[str, Any]) -> tuple[dict, dict]:
-    """Kafka's per-listener keys apart from the others; each is parsed by its setting's row."""
-    overrides, rest = {}, {}
+def _split_listener_overrides(values: Mapping[str, Any]) -> tuple[dict, dict, list]:
+    """Kafka's per-listener keys apart from the others; each is parsed by its setting's row.
+    Per-listener keys of settings kafkalite does not apply come back apart (third item)."""
+    overrides, rest, no_effect = {}, {}, []
     for key, raw in values.items():
         match = _LISTENER_KEY.match(key)
         if match is None:
@@ -354,11 +395,31 @@ def _split_listener_overrides(values: Mapping[str, Any]) -> tuple[dict, dict]:
             if mechanism not in SASL_MECHANISMS:
                 raise ConfigError(f"{key}: {mechanism.lower()} is not a SASL mechanism "
                                   f"kafkalite offers ({', '.join(SASL_MECHANISMS)})")
+        if setting not in LISTENER_SETTINGS and setting in BROKER_NO_EFFECT:
+            no_effect.append(key)
+            continue
         if setting not in LISTENER_SETTINGS:
             raise ConfigError(f"{key}: {setting} cannot be set per listener; per-listener "
                               f"settings are {', '.join(LISTENER_SETTINGS)}")
         overrides[(listener, mechanism, setting)] = BROKER_BY_NAME[setting].parse(raw)
-    return overrides, rest
+    return overrides, rest, no_effect
+
+
+def _derive_listeners(parsed: dict[str, Any], given: Mapping[str, Any]) -> None:
+    """Kafka 2.8's fallbacks: without listeners, PLAINTEXT://host.name:port; without
+    advertised.listeners, PLAINTEXT://advertised.host.name:advertised.port when either is set
+    (each defaulting to host.name / port)."""
+    host = parsed.get("host_name", "")
+    port = parsed.get("port", 9092)
+    if "listeners" not in given:
+        parsed["listeners"] = (f"PLAINTEXT://{host}:{port}",)
+    advertised_host = parsed.get("advertised_host_name")
+    advertised_port = parsed.get("advertised_port")
+    if "advertised.listeners" not in given and (advertised_host is not None
+                                                or advertised_port is not None):
+        parsed["advertised_listeners"] = (
+            f"PLAINTEXT://{host if advertised_host is None else advertised_host}:"
+            f"{port if advertised_port is None else advertised_port}",)
 
 
 @dataclass(frozen=True)
@@ -417,15 +478,37 @@ class BrokerConfig(_BrokerConfigBase):
     #: listener.name.<listener>.[<mechanism>.]<setting> values: {(listener, mechanism or "",
     #: setting): parsed value}, listener upper-cased, mechanism as in sasl.enabled.mechanisms
     listener_overrides: dict = field(default_factory=dict, compare=False, repr=False)
+    #: Kafka keys given that kafkalite accepts without effect (BROKER_NO_EFFECT), in given order
+    no_effect_keys: tuple = field(default=(), compare=False, repr=False)
+    #: keys given that neither Kafka 2.8 nor kafkalite knows (warned about, as Kafka does)
+    unknown_keys: tuple = field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], strict: bool = True) -> "BrokerConfig":
-        overrides, values = _split_listener_overrides(values)
-        parsed = _parse_all(BROKER_BY_NAME, values, strict)
+        """The config of ``values`` (Kafka's names). A bad value of a known key raises
+        ConfigError; Kafka's keys without effect in kafkalite and unknown keys are accepted and
+        named by ``startup_notes`` (``strict`` is kept for callers; it changes nothing here)."""
+        overrides, values, listener_no_effect = _split_listener_overrides(values)
+        parsed, no_effect, unknown = _parse_broker(values)
+        _derive_listeners(parsed, values)
         config = cls(**parsed, static_keys=frozenset(k for k in values if k in BROKER_BY_NAME),
-                     listener_overrides=overrides)
+                     listener_overrides=overrides,
+                     no_effect_keys=tuple(no_effect + listener_no_effect),
+                     unknown_keys=tuple(unknown))
         config.validate()
         return config
+
+    def startup_notes(self) -> list[tuple[int, str]]:
+        """(logging level, message) lines a starting broker logs once: one INFO line naming the
+        given Kafka keys kafkalite does not apply, one WARNING per unknown key (Kafka's
+        wording, with the closest known name)."""
+        notes = []
+        if self.no_effect_keys:
+            notes.append((logging.INFO, no_effect_note(self.no_effect_keys)))
+        for key in self.unknown_keys:
+            notes.append((logging.WARNING,
+                          unknown_broker_config_note(key, BROKER_CONFIG_NAMES)))
+        return notes
 
     def for_listener(self, listener: str, name: str, mechanism: str | None = None) -> Any:
         """Setting ``name`` as listener ``listener`` sees it: its listener.name.* override

@@ -122,6 +122,8 @@ class BrokerService(service.MultiService):
         config = self.config
         log.info("broker %d starting: zookeeper.connect=%s, log.dirs=%s", self.broker_id,
                  config.zookeeper_connect, ",".join(config.data_dirs))
+        for level, note in config.startup_notes():   # Kafka names without effect, unknown names
+            log.log(level, "broker %d: %s", self.broker_id, note)
         self.zk = secure_zk_client(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                    reactor=self.reactor,
                                    connection_timeout_s=config.zk_connection_timeout_ms / 1000.0,
