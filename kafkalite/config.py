@@ -22,7 +22,7 @@ from typing import Any, Mapping
 # have always found them
 from kafkalite.config_defs import (  # noqa: F401
     ConfigDef, Validator, at_least, between, each_one_of, listeners_valid, non_empty, one_of,
-    parse_overrides, producer_compression, read_properties,
+    parse_overrides, compression_type, read_properties,
 )
 from kafkalite.config_kafka_names import (  # noqa: F401
     BROKER_NO_EFFECT, NOT_KAFKA_BROKER_CONFIGS, TOPIC_NO_EFFECT, closest_name, no_effect_note,
@@ -62,7 +62,7 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
     ConfigDef("compression.type", "string", "producer", "codec of the stored batches: "
               "'producer' keeps each batch as its producer compressed it",
-              producer_compression, "compression.type"),
+              compression_type, "compression.type"),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs at least this many in-sync "
               "replicas", at_least(1), "min.insync.replicas"),
     ConfigDef("unclean.leader.election.enable", "boolean", False, "allow an out-of-sync replica "
@@ -233,7 +233,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("message.max.bytes", "int", 1048588, "largest record batch accepted",
               at_least(0)),
     ConfigDef("compression.type", "string", "producer", "codec of stored batches: 'producer' "
-              "keeps each batch as its producer compressed it", producer_compression),
+              "keeps each batch as its producer compressed it", compression_type),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "largest request frame accepted",
               at_least(1)),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs this many in-sync replicas",

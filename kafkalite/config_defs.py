@@ -70,11 +70,10 @@ _LISTENER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*://[^:/\s]*:\d{1,5}$")
 listeners_valid = Validator(lambda v: all(_LISTENER.match(item) for item in v),
                             "a comma-separated list of NAME://host:port (host may be empty)")
 non_empty = Validator(lambda v: bool(v), "a non-empty value")
-# Kafka also takes uncompressed/gzip/snappy/lz4/zstd (the broker then recompresses); kafkalite
-# stores batches as they arrive and never re-encodes them, so only 'producer' is honest
-producer_compression = Validator(lambda v: v == "producer",
-                                 "producer (kafkalite stores each batch as its producer "
-                                 "compressed it and does not recompress)")
+# 'producer' keeps each batch as its producer compressed it; any other value makes the leader
+# re-encode batches in another codec with it (kafkalite.record.recompress), as Kafka does
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+compression_type = one_of(*COMPRESSION_TYPES)
 
 
 @dataclass(frozen=True)

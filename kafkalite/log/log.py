@@ -64,6 +64,7 @@ from kafkalite.record import header as hdr
 from kafkalite.record.batch import validate_batch_bytes
 from kafkalite.record.compression import SUPPORTED as _SUPPORTED_CODECS
 from kafkalite.record.legacy import is_msgpack_batch
+from kafkalite.record.recompress import converts, recompress, target_codec
 
 log = logging.getLogger(__name__)
 
@@ -349,6 +350,13 @@ class Log:
         if type(records) is not bytes and (view.ndim != 1 or view.itemsize != 1):
             view = view.cast("B")
         batches_in = _scan_request(view, assign_offsets)
+        codec = target_codec(self.config.compression_type) if assign_offsets else None
+        if codec is not None and any(converts(f[_F_ATTRIBUTES], codec)
+                                     for _p, _s, f in batches_in):
+            # the topic's compression.type differs from the producer's codec: the leader stores
+            # the batches re-encoded (Kafka's LogValidator); followers copy the leader's bytes
+            view = memoryview(recompress(view, codec))
+            batches_in = _scan_request(view, assign_offsets)
         if not batches_in:
             return AppendInfo(-1, -1, -1, -1, 0, 0, -1, self.log_start_offset)
         if (len(batches_in) == 1 and assign_offsets
