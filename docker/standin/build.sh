@@ -33,16 +33,20 @@ CA_BUNDLE="${KAFKALITE_STANDIN_CA:-${PIP_CERT:-/etc/ssl/certs/ca-certificates.cr
 [ -f "$CA_BUNDLE" ] || { echo "standin: no CA bundle at $CA_BUNDLE" >&2; exit 1; }
 
 base_recipe="debootstrap-minbase-$SUITE-v1"
-recipe="$( (echo "$base_recipe"; cat "$here/python.Dockerfile" "$here/zookeeper.Dockerfile" \
-    "$here/zookeeper-entrypoint.sh" "$here/zkServer.sh" "$CA_BUNDLE") | sha256sum | cut -c1-16)"
+# one recipe per image: editing the ZooKeeper stand-in does not rebuild python's (nor, with it,
+# every kafkalite image layer)
+python_recipe="$( (echo "$base_recipe"; cat "$here/python.Dockerfile" "$CA_BUNDLE") \
+    | sha256sum | cut -c1-16)"
+zk_recipe="$( (echo "$base_recipe"; cat "$here/zookeeper.Dockerfile" \
+    "$here/zookeeper-entrypoint.sh" "$here/zkServer.sh") | sha256sum | cut -c1-16)"
 
 label_of() {  # label_of IMAGE LABEL -> value, "<none>" when unset, "" when no such image
     "$DOCKER" image inspect --format "{{ index .Config.Labels \"$2\" }}" "$1" 2>/dev/null || true
 }
 
-# needs_build IMAGE: 0 when IMAGE must be (re)built
+# needs_build IMAGE RECIPE: 0 when IMAGE must be (re)built
 needs_build() {
-    local image="$1" have
+    local image="$1" recipe="$2" have
     have="$(label_of "$image" org.kafkalite.standin.recipe)"
     if [ -z "$have" ]; then return 0; fi
     if [ "$have" = "<no value>" ]; then
@@ -55,8 +59,8 @@ needs_build() {
 }
 
 want_python=0; want_zk=0
-needs_build python:3.11-slim && want_python=1
-needs_build zookeeper:3.8 && want_zk=1
+needs_build python:3.11-slim "$python_recipe" && want_python=1
+needs_build zookeeper:3.8 "$zk_recipe" && want_zk=1
 if [ "$want_python" = 0 ] && [ "$want_zk" = 0 ]; then exit 0; fi
 
 if [ "$force" = 1 ] || [ "$(label_of "$BASE_IMAGE" org.kafkalite.standin.recipe)" != "$base_recipe" ]; then
@@ -87,14 +91,14 @@ if [ "$want_python" = 1 ]; then
     context="$(mktemp -d)"
     cp "$here/python.Dockerfile" "$context/Dockerfile"
     cp "$CA_BUNDLE" "$context/ca-bundle.crt"
-    kl_quiet "$DOCKER" build --network host --build-arg "RECIPE=$recipe" -t python:3.11-slim \
+    kl_quiet "$DOCKER" build --network host --build-arg "RECIPE=$python_recipe" -t python:3.11-slim \
         "$context"
     rm -rf "$context"
     kl_step_done "standin: build python:3.11-slim" "$t"
 fi
 if [ "$want_zk" = 1 ]; then
     t=$(kl_now)
-    kl_quiet "$DOCKER" build --network host --build-arg "RECIPE=$recipe" -t zookeeper:3.8 \
+    kl_quiet "$DOCKER" build --network host --build-arg "RECIPE=$zk_recipe" -t zookeeper:3.8 \
         -f "$here/zookeeper.Dockerfile" "$here"
     kl_step_done "standin: build zookeeper:3.8" "$t"
 fi

@@ -2,6 +2,11 @@
 # Entrypoint of the zookeeper:3.8 stand-in image: the official image's interface (ZOO_* variables
 # -> /conf/zoo.cfg, ZOO_MY_ID -> /data/myid, runs as the zookeeper user), written for Debian's
 # ZooKeeper. Only used where the official image cannot be pulled.
+#
+# It also takes Confluent cp-zookeeper's names for the settings a single server needs (what
+# docker/docker-compose.cp-style.yml uses), before the ZOO_* ones: ZOOKEEPER_CLIENT_PORT
+# (clientPort), ZOOKEEPER_TICK_TIME, ZOOKEEPER_INIT_LIMIT, ZOOKEEPER_SYNC_LIMIT,
+# ZOOKEEPER_MAX_CLIENT_CNXNS, ZOOKEEPER_SERVER_ID (myid). The official zookeeper image ignores them.
 set -euo pipefail
 
 if [ "${1:-}" = "zkServer.sh" ] && [ "$(id -u)" = "0" ]; then
@@ -14,12 +19,12 @@ if [ ! -f "$config" ]; then
     {
         echo "dataDir=$ZOO_DATA_DIR"
         echo "dataLogDir=$ZOO_DATA_LOG_DIR"
-        echo "tickTime=$ZOO_TICK_TIME"
-        echo "initLimit=$ZOO_INIT_LIMIT"
-        echo "syncLimit=$ZOO_SYNC_LIMIT"
+        echo "tickTime=${ZOOKEEPER_TICK_TIME:-$ZOO_TICK_TIME}"
+        echo "initLimit=${ZOOKEEPER_INIT_LIMIT:-$ZOO_INIT_LIMIT}"
+        echo "syncLimit=${ZOOKEEPER_SYNC_LIMIT:-$ZOO_SYNC_LIMIT}"
         echo "autopurge.snapRetainCount=$ZOO_AUTOPURGE_SNAPRETAINCOUNT"
         echo "autopurge.purgeInterval=$ZOO_AUTOPURGE_PURGEINTERVAL"
-        echo "maxClientCnxns=$ZOO_MAX_CLIENT_CNXNS"
+        echo "maxClientCnxns=${ZOOKEEPER_MAX_CLIENT_CNXNS:-$ZOO_MAX_CLIENT_CNXNS}"
         echo "standaloneEnabled=$ZOO_STANDALONE_ENABLED"
         echo "admin.enableServer=$ZOO_ADMINSERVER_ENABLED"
         if [ -n "${ZOO_4LW_COMMANDS_WHITELIST:-}" ]; then
@@ -28,12 +33,12 @@ if [ ! -f "$config" ]; then
         if [ -n "${ZOO_SERVERS:-}" ]; then
             for server in $ZOO_SERVERS; do echo "$server"; done
         else
-            echo "clientPort=2181"
+            echo "clientPort=${ZOOKEEPER_CLIENT_PORT:-2181}"
         fi
         for line in ${ZOO_CFG_EXTRA:-}; do echo "$line"; done
     } > "$config"
 fi
 if [ ! -f "$ZOO_DATA_DIR/myid" ]; then
-    echo "${ZOO_MY_ID:-1}" > "$ZOO_DATA_DIR/myid"
+    echo "${ZOOKEEPER_SERVER_ID:-${ZOO_MY_ID:-1}}" > "$ZOO_DATA_DIR/myid"
 fi
 exec "$@"
