@@ -50,6 +50,7 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_SEQID_PATH,
     ISR_CHANGE_NOTIFICATION_PATH,
     LATEST_PRODUCER_ID_BLOCK_PATH,
+    LOG_DIR_EVENT_NOTIFICATION_PATH,
 ) + tuple(config_entity_type_path(t) for t in config.ENTITY_TYPES)
 
 __all__ = [

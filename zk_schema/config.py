@@ -21,7 +21,9 @@ TOPICS = "topics"
 CLIENTS = "clients"
 USERS = "users"
 BROKERS = "brokers"
-ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS)
+IPS = "ips"            # IP connection-rate quotas (Kafka 2.8, KIP-612)
+# Kafka 2.8's ConfigType.all: each has a /config/<type> znode made at broker start-up
+ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, IPS)
 
 
 def config_entity_type_path(entity_type: str) -> str:

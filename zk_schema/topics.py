@@ -2,7 +2,9 @@
 
 Assignment payload (Kafka's TopicZNode)::
 
-    {"version":2,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{},"topic_id":"…"}
+    {"version":3,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{},"topic_id":"…"}
+
+Kafka 2.8 writes version 3 (the version with ``topic_id``, KIP-516); versions 1 and 2 are read.
 
 Partition state payload (Kafka's TopicPartitionStateZNode)::
 
@@ -23,7 +25,7 @@ from zk_schema._codec import (
 )
 
 TOPICS_PATH = "/brokers/topics"
-ASSIGNMENT_VERSION = 2
+ASSIGNMENT_VERSION = 3
 PARTITION_STATE_VERSION = 1
 NO_LEADER = -1
 MAX_TOPIC_NAME_LENGTH = 249

@@ -70,7 +70,7 @@ def test_persistent_paths_are_kafkas():
         "/consumers", "/brokers/ids", "/brokers/topics", "/config/changes",
         "/admin/delete_topics", "/brokers/seqid", "/isr_change_notification",
         "/latest_producer_id_block", "/config/topics", "/config/clients", "/config/users",
-        "/config/brokers",
+        "/config/brokers", "/config/ips", "/log_dir_event_notification",
     }
     assert all(p.startswith("/") and not p.endswith("/") for p in PERSISTENT_PATHS)
 
@@ -140,7 +140,7 @@ def test_broker_registration_decodes_what_kafka_writes():
 
 def test_topic_assignment_shape():
     a = TopicAssignment(partitions={1: (2, 3), 0: (1, 2)}, topic_id="tid")
-    assert a.encode() == (b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},'
+    assert a.encode() == (b'{"version":3,"partitions":{"0":[1,2],"1":[2,3]},'
                           b'"adding_replicas":{},"removing_replicas":{},"topic_id":"tid"}')
     assert a.partition_count == 2 and a.replication_factor == 2
 
