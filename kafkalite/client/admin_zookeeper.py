@@ -116,7 +116,7 @@ class ZooKeeperAdmin:
     def alter_topic_config(self, topic: str, configs: dict) -> dict[str, str]:
         """Set (value) or remove (None) overrides in ``/config/topics/<t>`` (validated against
         the topic config table), announced to the brokers by the ZkClient operation."""
-        from kafkalite.config import TOPIC_BY_NAME, TopicConfig
+        from kafkalite.config import TopicConfig, check_topic_config_name
 
         self.assignments([topic])
         zk = self.zk()
@@ -124,8 +124,7 @@ class ZooKeeperAdmin:
         for key, value in configs.items():
             key = str(key)
             if value is None:
-                if key not in TOPIC_BY_NAME:
-                    raise errors.ConfigError(f"unknown configuration {key!r}")
+                check_topic_config_name(key)   # Kafka's message, naming the closest
                 merged.pop(key, None)
             else:
                 merged[key] = str(value)

@@ -52,10 +52,12 @@ from kafkalite.config import (
     BROKER_CONFIGS,
     TOPIC_BY_NAME,
     TOPIC_CONFIGS,
+    TOPIC_NO_EFFECT,
     BrokerConfig,
     ConfigDef,
     TopicConfig,
     broker_synonyms,
+    check_topic_config_name,
 )
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.topics import validate_topic_name
@@ -399,7 +401,10 @@ def apply_incremental(current: Mapping[str, str], ops, broker_config: BrokerConf
         elif op in (OP_APPEND, OP_SUBTRACT):
             definition = TOPIC_BY_NAME.get(name)
             if definition is None:
-                raise errors.ConfigError(f"unknown configuration {name!r}")
+                check_topic_config_name(name)   # Kafka's "Unknown topic config name: x"
+                raise errors.ConfigError(f"{name} has no effect in kafkalite "
+                                         f"({TOPIC_NO_EFFECT[name]}); {OP_NAMES[op]} is not "
+                                         "offered for it, SET is")
             if definition.type != "list":
                 raise errors.ConfigError(
                     f"Config value {OP_NAMES[op].lower()} is not allowed for config key: "
