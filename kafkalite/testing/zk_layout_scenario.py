@@ -18,7 +18,9 @@ from kazoo.client import KazooClient
 
 from kafkalite.testing.apache_kafka import run_tool
 from kafkalite.testing.cluster import ClusterError, wait_until
-from kafkalite.testing.zk_layout import Znode, get_script, parse_get_stat, parse_ls_recursive
+from kafkalite.testing.zk_layout import (
+    LayoutDumpError, Znode, get_script, parse_get_stat, parse_ls_recursive,
+)
 
 TOPIC = "layout-a"              # 3 partitions, replication 2, a config override; the group's
 DELETED_TOPIC = "layout-b"      # 1 partition, replication 3; deleted
@@ -50,9 +52,10 @@ SCENARIO = [
     f"in group `{GROUP}` reads them and commits (so `__consumer_offsets` is created)",
     f"delete topic `{DELETED_TOPIC}`; wait until its znodes and `/admin/delete_topics/` "
     "children are gone",
-    "kill -9 the highest-id broker that is not the controller; wait until its registration is "
-    "gone, no partition state names it as leader or in the ISR, and "
-    "`/isr_change_notification` is empty",
+    "wait until every ISR holds every replica; kill -9 the highest-id broker that is not the "
+    "controller; wait until its registration is gone, every partition is led by a live replica "
+    "with every live replica in the ISR (none names the dead broker), and "
+    "`/isr_change_notification` is empty; then dump the tree",
 ]
 
 
@@ -204,33 +207,50 @@ def _delete_topic(side: Side, zk: KazooClient) -> None:
                WAIT_S, f"[{side.name}] the deletion of {DELETED_TOPIC}", interval_s=0.2)
 
 
-def _partition_states(zk: KazooClient) -> list[dict]:
-    states = []
+def _settled_without(zk: KazooClient, victim: int) -> bool:
+    """Every partition led by a live replica, its ISR every replica but ``victim`` (so no ISR
+    change is still to come), and no ISR change notification waiting."""
+    if zk.exists(f"/brokers/ids/{victim}") or zk.get_children("/isr_change_notification"):
+        return False
     for topic in zk.get_children("/brokers/topics"):
+        replicas = _json(zk, f"/brokers/topics/{topic}")["partitions"]
         for p in zk.get_children(f"/brokers/topics/{topic}/partitions"):
-            states.append(_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state"))
-    return states
+            state = _json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")
+            alive = sorted(r for r in replicas[p] if r != victim)
+            if state["leader"] not in alive or sorted(state["isr"]) != alive:
+                return False
+    return True
 
 
 def _kill_a_broker(side: Side, zk: KazooClient) -> None:
     controller = _json(zk, "/controller")["brokerid"]
     side.victim = max(b for b in side.cluster.brokers if b != controller)
+    # first every ISR complete, so that the ISR changes seen after the kill are the kill's
+    wait_until(lambda: _settled_without(zk, -1), WAIT_S, f"[{side.name}] every ISR complete",
+               interval_s=0.2)
     side.cluster.kill(side.victim)
-
-    def moved() -> bool:
-        if zk.exists(f"/brokers/ids/{side.victim}") or zk.get_children("/isr_change_notification"):
-            return False
-        return all(s["leader"] != side.victim and side.victim not in s["isr"]
-                   for s in _partition_states(zk))
-    wait_until(moved, WAIT_S, f"[{side.name}] the controller to move off broker {side.victim}",
+    wait_until(lambda: _settled_without(zk, side.victim), WAIT_S,
+               f"[{side.name}] the controller to move leaders and ISRs off broker {side.victim}",
                interval_s=0.2)
 
 
-def dump_tree(side: Side) -> dict[str, Znode]:
-    """Every znode under the side's chroot, read with Kafka's zookeeper-shell."""
-    listing = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input="ls -R /\n")
-    paths = parse_ls_recursive(listing)
-    if not paths:
-        raise ClusterError(f"[{side.name}] zookeeper-shell listed nothing:\n{listing}")
-    out = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input=get_script(paths))
-    return parse_get_stat(out, paths)
+def dump_tree(side: Side, attempts: int = 3) -> dict[str, Znode]:
+    """Every znode under the side's chroot, read with Kafka's zookeeper-shell: ``ls -R /``, then
+    ``get -s`` on each path (listed again when a znode went away in between)."""
+    for attempt in range(attempts):
+        listing = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input="ls -R /\n")
+        paths = parse_ls_recursive(listing)
+        if not paths:
+            raise ClusterError(f"[{side.name}] zookeeper-shell listed nothing:\n{listing}")
+        out = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input=get_script(paths))
+        try:
+            return parse_get_stat(out, paths)
+        except LayoutDumpError:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def run_and_dump(side: Side) -> dict[str, Znode]:
+    run_scenario(side)
+    return dump_tree(side)

@@ -24,7 +24,7 @@ from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, _chroot
 from kafkalite.testing.zk_layout_expected import EXPECTED_DIFFERENCES
 from kafkalite.testing.zk_layout_scenario import (
     ACL_GROUP, ACL_PREFIX, ACL_TOPIC, AUTHORIZER_SETTINGS, DELETED_TOPIC, SCENARIO, TOPIC, USER,
-    Side, dump_tree, run_scenario,
+    Side, run_and_dump,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -42,13 +42,15 @@ class LayoutRun:
     diffs: list[zk_layout.Difference]
 
 
-def _run_both(sides: list[Side]) -> None:
+def _run_both(sides: list[Side]) -> dict[str, dict[str, zk_layout.Znode]]:
+    """Each side's scenario and dump in a thread of its own: the waits overlap."""
     with ThreadPoolExecutor(len(sides)) as pool:
-        futures = [pool.submit(run_scenario, side) for side in sides]
+        futures = [pool.submit(run_and_dump, side) for side in sides]
         errors = [future.exception() for future in futures]
     for side, error in zip(sides, errors):
         if error is not None:
             raise AssertionError(f"the scenario failed on {side.name}: {error}") from error
+    return {side.name: future.result() for side, future in zip(sides, futures)}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +72,7 @@ def layout_run(zookeeper, tmp_path_factory) -> LayoutRun:
         kafkalite.spawn()               # both start at once: the JVMs are the slower ones
         kafka.start()
         kafkalite.wait_for_brokers(list(kafkalite.brokers))
-        _run_both(sides)
-        nodes = {side.name: dump_tree(side) for side in sides}
+        nodes = _run_both(sides)
     except BaseException:
         print(kafkalite.describe_logs())
         print(kafka.describe_logs())
@@ -94,8 +95,8 @@ def test_the_scenario_left_its_marks(layout_run, name):
     for path in (f"/brokers/topics/{TOPIC}/partitions/2/state", f"/config/topics/{TOPIC}",
                  "/brokers/topics/__consumer_offsets/partitions/49/state",
                  f"/config/users/{USER}", f"/kafka-acl/Topic/{ACL_TOPIC}",
-                 f"/kafka-acl/Group/{ACL_GROUP}", f"/kafka-acl-extended/prefixed/Topic/{ACL_PREFIX}",
-                 "/controller", "/cluster/id", "/latest_producer_id_block"):
+                 f"/kafka-acl/Group/{ACL_GROUP}",
+                 f"/kafka-acl-extended/prefixed/Topic/{ACL_PREFIX}", "/controller", "/cluster/id", "/latest_producer_id_block"):
         assert path in nodes, f"{name}: no {path}"
     assert not any(p.startswith(f"/brokers/topics/{DELETED_TOPIC}") for p in nodes)
     victim = layout_run.sides[name].victim

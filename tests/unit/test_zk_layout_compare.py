@@ -1,4 +1,5 @@
-"""kafkalite.testing.zk_layout on small inputs: zookeeper-shell output parsed, normalised, compared."""
+"""kafkalite.testing.zk_layout on small inputs: zookeeper-shell output parsed, normalised and
+compared."""
 
 from __future__ import annotations
 
