@@ -319,7 +319,10 @@ def render_markdown(diffs: list[Difference], expected: Mapping[str, str], kafkal
         "normalising generated names in paths (sequence suffixes -> `<seq>`, broker ids -> "
         "`<id>`, partition numbers -> `<p>`; the number of znodes behind `<id>` and `<p>` is "
         "compared) and values in JSON payloads (ports, timestamps, base64 ids, SCRAM salts and "
-        "keys; integers other than `version` and `jmx_port` by type only).",
+        "keys; integers other than `version` and `jmx_port` by type only). Znodes that live for "
+        "moments (`/admin/reassign_partitions`, `/admin/delete_topics/<topic>`, "
+        "`/isr_change_notification/isr_change_<seq>`) are waited away before the dump, so "
+        "their payloads are not compared.",
         "",
         "Scenario:",
         "",

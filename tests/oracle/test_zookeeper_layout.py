@@ -96,7 +96,8 @@ def test_the_scenario_left_its_marks(layout_run, name):
                  "/brokers/topics/__consumer_offsets/partitions/49/state",
                  f"/config/users/{USER}", f"/kafka-acl/Topic/{ACL_TOPIC}",
                  f"/kafka-acl/Group/{ACL_GROUP}",
-                 f"/kafka-acl-extended/prefixed/Topic/{ACL_PREFIX}", "/controller", "/cluster/id", "/latest_producer_id_block"):
+                 f"/kafka-acl-extended/prefixed/Topic/{ACL_PREFIX}", "/controller",
+                 "/cluster/id", "/latest_producer_id_block"):
         assert path in nodes, f"{name}: no {path}"
     assert not any(p.startswith(f"/brokers/topics/{DELETED_TOPIC}") for p in nodes)
     victim = layout_run.sides[name].victim
