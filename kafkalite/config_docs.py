@@ -106,7 +106,7 @@ def render() -> str:
         "accepted by kafkalite: **applied** (the table in `kafkalite/config.py`), or accepted "
         "with **no effect** (`kafkalite/config_kafka_names.py`, each with why). No Kafka name is "
         "refused. A broker names the no-effect keys it was given once, in one INFO line at "
-        "start-up; their values are not checked. A value of an applied key that kafkalite "
+        "start-up. The values of no-effect keys (broker or topic) are not checked; a value of an applied key that kafkalite "
         "cannot honour is refused with the key, the value and what is allowed.",
         "",
         "A broker key that is not a Kafka 2.8 config gets Kafka's warning, with the closest "
