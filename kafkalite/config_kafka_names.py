@@ -36,7 +36,8 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("connection set-up timeouts of Kafka's Java NetworkClient; kafkalite's broker-to-broker "
      "connections retry on their own timing", (
         "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms")),
-    ("purgatory purges: kafkalite's purgatory drops completed requests at once", (
+    ("purgatory purges: kafkalite's purgatory drops an operation from its watch lists as it "
+     "completes or expires, not every N requests", (
         "fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
         "delete.records.purgatory.purge.interval.requests")),
     ("fetch size: a fetch response is bounded by the client's own fetch.max.bytes only", (
@@ -84,8 +85,8 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
         "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
         "sasl.client.callback.handler.class", "sasl.server.callback.handler.class")),
-    ("SASL limits: kafkalite bounds SASL frames by socket.request.max.bytes, does not delay "
-     "failed authentications and has no re-authentication (KIP-368)", (
+    ("SASL limits: frames before authentication are capped at 512 KiB (Kafka's default, not "
+     "settable); failed authentications are not delayed; no re-authentication (KIP-368)", (
         "sasl.server.max.receive.size", "connection.failed.authentication.delay.ms",
         "connections.max.reauth.ms")),
     ("Java TLS (JSSE) settings: kafkalite's TLS is Python's ssl module (OpenSSL) with its "
