@@ -8,7 +8,9 @@
 #      data root; docker/standin/build.sh)
 #   4. pytest -m docker tests/system/test_docker*.py (builds kafkalite's images, runs the compose
 #      cluster, kills a broker, runs the Spark pipeline service and compares its window totals
-#      exactly with totals computed from its input, tears down; it prints its own step timings)
+#      exactly with totals computed from its input, tears down; then the cp-all-in-one-style
+#      docker-compose.cp-style.yml: a broker configured by cp-kafka's KAFKA_* variables, produce,
+#      consume, the pipeline service again; it prints its own step timings)
 #
 # Each step prints its time. Extra arguments go to pytest. PYTHON (default: .venv/bin/python, made
 # by scripts/setup.sh when missing) must have kafkalite installed with its test extra.

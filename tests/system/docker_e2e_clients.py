@@ -1,11 +1,15 @@
-"""Clients for the Docker test's cluster, run from the host (no test functions here): describe a
-topic, read a topic to its end, keep producing around an action (e.g. killing a broker).
-kafkalite's own clients, through the brokers' EXTERNAL listener."""
+"""Clients for the Docker tests' clusters, run from the host (no test functions here): describe a
+topic, read a topic to its end, keep producing around an action (e.g. killing a broker), check the
+pipeline service's totals. kafkalite's own clients, through the brokers' host listener."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
+
+from pipeline_reference import differences, expected_totals, written_totals
 
 from kafkalite.testing.cluster import wait_until
 
@@ -110,3 +114,28 @@ def produce_while(bootstrap: str, topic: str, action, before: int = 200, after: 
             continue
         acked[(md.partition, md.offset)] = value
     return acked, failed
+
+
+def check_pipeline_totals(admin, bootstrap: str, output: str, say) -> None:
+    """The totals the pipeline service (its output: ``output``) wrote to payer-totals equal the
+    ones computed here from the payments it read (pipeline_reference: plain Python, neither Spark
+    nor the pipeline's code). ``say`` prints a line."""
+    payments = [json.loads(v) for v in
+                consume_all(bootstrap, "payments", describe(admin, "payments")).values()]
+    assert len({p["id"] for p in payments}) == 1000, "the pipeline should generate 1000 payments"
+    # the reference assumes one micro-batch read all of them (so none was late)
+    first = re.search(r"\[payer_totals_to_kafkalite\] batch 0: (\d+) input rows", output)
+    assert first and int(first.group(1)) == len(payments), (
+        f"the kafkalite sink's first micro-batch did not read all {len(payments)} payments: "
+        f"{first.group(0) if first else 'no batch 0 line'}")
+    expected = expected_totals(payments)
+    assert len(expected) >= 6, f"too few closed windows to compare: {expected}"
+    records = consume_all(bootstrap, "payer-totals", describe(admin, "payer-totals"))
+    written, problems = written_totals(records.values())
+    assert not problems, problems[:5]
+    assert written == expected, (f"{len(written)} window totals written, {len(expected)} "
+                                 f"expected; differences: {differences(expected, written)}")
+    say(f"[docker-test] pipeline: {len(written)} window totals (from {len(records)} "
+                 f"records) equal the reference computed from the {len(payments)} payments; "
+                 f"{sum(c for c, _n in written.values()) / 100:,.2f} USD in "
+                 f"{sum(n for _c, n in written.values())} payments")
