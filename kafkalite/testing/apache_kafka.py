@@ -58,6 +58,10 @@ TOOLS: dict[str, str] = {
     "zookeeper-shell": "org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka",
 }
 
+# what a bin/ script puts before the user's arguments: `zookeeper-shell.sh host:port` runs
+# ZooKeeperMainWithTlsSupportForKafka -server host:port
+_PREFIXED_ARGS: dict[str, tuple[str, ...]] = {"zookeeper-shell": ("-server",)}
+
 # log4j 1 for the tools, as Kafka's config/tools-log4j.properties: WARN to stderr.
 _TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
 log4j.appender.stderr=org.apache.log4j.ConsoleAppender
@@ -136,6 +140,8 @@ def run_tool(tool: str, *args: str, input: str | bytes | None = None, timeout_s:
     Output is text. ``check=True`` raises ClusterError with both streams on a non-zero exit.
     """
     main_class = TOOLS.get(tool, tool)
+    if tool in _PREFIXED_ARGS:
+        args = (*_PREFIXED_ARGS[tool], *args)
     text = not isinstance(input, bytes)
     # the tools start quickly with the client JIT only (TieredStopAtLevel=1) and a serial GC
     proc = subprocess.run(java_command(main_class, *args), input=input, capture_output=True,

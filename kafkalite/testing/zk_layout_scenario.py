@@ -238,11 +238,11 @@ def dump_tree(side: Side, attempts: int = 3) -> dict[str, Znode]:
     """Every znode under the side's chroot, read with Kafka's zookeeper-shell: ``ls -R /``, then
     ``get -s`` on each path (listed again when a znode went away in between)."""
     for attempt in range(attempts):
-        listing = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input="ls -R /\n")
+        listing = _tool(side, "zookeeper-shell", side.zk_connect, input="ls -R /\n")
         paths = parse_ls_recursive(listing)
         if not paths:
             raise ClusterError(f"[{side.name}] zookeeper-shell listed nothing:\n{listing}")
-        out = _tool(side, "zookeeper-shell", "-server", side.zk_connect, input=get_script(paths))
+        out = _tool(side, "zookeeper-shell", side.zk_connect, input=get_script(paths))
         try:
             return parse_get_stat(out, paths)
         except LayoutDumpError:
