@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twisted.internet import defer, task
 
 import zk_schema
+from zk_schema.topics import new_topic_id
 
 from kafkalite import errors
 from kafkalite.controller.broker_changes import BrokerChanges
@@ -317,6 +318,7 @@ class Controller:
         context = ControllerContext(listener_name=self.config.controller_listener)
         context.live_brokers = yield self.controller_zk.get_brokers()
         assignments = yield self.controller_zk.get_topic_assignments()
+        assignments = yield self._give_topic_ids(assignments)
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
         context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
         yield defer.gatherResults([self.topic_configs.load(context, topic)
@@ -368,6 +370,7 @@ class Controller:
         if not new_topics:
             return
         assignments = yield self.controller_zk.get_topic_assignments(new_topics)
+        assignments = yield self._give_topic_ids(assignments)
         new_tps = []
         for topic, assignment in assignments.items():
             self.context.assignments[topic] = dict(assignment.partitions)
@@ -377,6 +380,22 @@ class Controller:
         yield self.partition_modifications.watch(list(assignments))
         log.info("controller: new topic(s) %s, %d partition(s)", new_topics, len(new_tps))
         yield self.on_new_partition_creation(new_tps)
+
+    @defer.inlineCallbacks
+    def _give_topic_ids(self, assignments):
+        """Kafka 2.8's controller gives a topic id to every topic whose znode has none (one
+        written by ``kafka-topics --zookeeper`` or an older tool) and writes it back, so that
+        Metadata, LeaderAndIsr and a ZooKeeper describe all carry the same id. Returns the
+        assignments with their ids."""
+        given = dict(assignments)
+        for topic, assignment in assignments.items():
+            if assignment.topic_id:
+                continue
+            given[topic] = replace(assignment, topic_id=new_topic_id())
+            yield self.controller_zk.set_topic_assignment(topic, given[topic])
+            log.info("controller: topic %s had no topic id; gave it %s", topic,
+                     given[topic].topic_id)
+        return given
 
     @defer.inlineCallbacks
     def on_new_partition_creation(self, new_tps):

@@ -273,7 +273,7 @@ class KafkaApis:
                 if topic.name in results:
                     raise errors.InvalidRequestError(f"topic {topic.name} is listed twice")
                 if self.metadata.contains(topic.name):
-                    raise errors.TopicAlreadyExistsError(f"topic '{topic.name}' already exists")
+                    raise errors.TopicAlreadyExistsError(f"Topic '{topic.name}' already exists.")
                 overrides = {k: v for k, v in topic.configs.items() if v is not None}
                 self.broker.topic_defaults.with_overrides(overrides)  # validates the values
                 if topic.assignments:
