@@ -3,6 +3,8 @@
 # understands the official image's interface: the ZOO_* variables (ZOO_MY_ID, ZOO_SERVERS,
 # ZOO_TICK_TIME, ZOO_4LW_COMMANDS_WHITELIST, ZOO_ADMINSERVER_ENABLED, ZOO_CFG_EXTRA, ...),
 # /conf/zoo.cfg, /data, /datalog, port 2181, `zkServer.sh start-foreground|status` on PATH.
+# It also reads cp-zookeeper's ZOOKEEPER_CLIENT_PORT, _TICK_TIME, _INIT_LIMIT, _SYNC_LIMIT,
+# _MAX_CLIENT_CNXNS and _SERVER_ID (for docker/docker-compose.cp-style.yml).
 FROM kafkalite-standin/debian:bookworm
 
 RUN apt-get update \

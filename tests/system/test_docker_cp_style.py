@@ -4,7 +4,8 @@ KAFKA_* variables (no KAFKA_LISTENERS: the entrypoint derives them from the adve
 
 1. the file carries the broker environment of Confluent's example, variable for variable
 2. ``docker-compose up`` (ZooKeeper + ``broker``) with free host ports; the broker's log shows the
-   settings it took, the listeners it derived and the JMX variables it left out
+   settings it took, the listeners it derived and the JMX variables it left out; the ZooKeeper
+   stand-in writes cp-zookeeper's ZOOKEEPER_CLIENT_PORT and ZOOKEEPER_TICK_TIME to its zoo.cfg
 3. host clients get ``localhost:<port>`` (PLAINTEXT_HOST); a client on the compose network gets
    ``broker:29092`` (PLAINTEXT); a topic is produced (acks=all) and consumed back from the host, by
    a consumer group whose offsets topic has the replication factor the file asks for (1)
@@ -117,11 +118,26 @@ print(json.dumps(sorted(f"{b.node_id}@{b.host}:{b.port}" for b in answer.brokers
 """
 
 
-def test_cp_style_cluster(cp_cluster, timings):
+def test_cp_style_cluster(cp_cluster, timings, docker_engine):
     from kafkalite.client import AdminClient, Consumer, NewTopic, Producer
 
     compose = cp_cluster
     port = compose.broker_port
+    with timings.step("cp-style: the ZooKeeper stand-in reads ZOOKEEPER_*"):
+        standin = run([docker_engine, "image", "inspect", "--format",
+                       '{{ index .Config.Labels "org.kafkalite.standin" }}',
+                       "zookeeper:3.8"]).stdout.strip()
+        if standin == "zookeeper:3.8":  # the official image ignores them (the file's values
+            # are its defaults); the stand-in must write them to zoo.cfg
+            config = run([docker_engine, "run", "--rm", "-e", "ZOOKEEPER_CLIENT_PORT=2999",
+                          "-e", "ZOOKEEPER_TICK_TIME=1500", "zookeeper:3.8", "cat",
+                          "/conf/zoo.cfg"], timeout=120).stdout.splitlines()
+            assert "clientPort=2999" in config and "tickTime=1500" in config, config
+            used = compose("exec", "-T", "zookeeper", "cat", "/conf/zoo.cfg").stdout.split()
+            assert "clientPort=2181" in used and "tickTime=2000" in used, used
+        else:
+            timings.line("[docker-test] zookeeper:3.8 is the official image: it ignores "
+                         "cp-zookeeper's variables, whose values here are its defaults")
     with timings.step("cp-style: the settings the entrypoint took"):
         log = compose("logs", "--no-color", "broker", timeout=60).stdout
         assert (f"listeners=PLAINTEXT://0.0.0.0:29092,PLAINTEXT_HOST://0.0.0.0:{port} "
