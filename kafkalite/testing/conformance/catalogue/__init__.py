@@ -1,0 +1,19 @@
+"""The conformance catalogue: every scenario, grouped by family (one module each).
+
+The scenarios cover every Kafka API a kafkalite broker advertises (31 API keys, the table in
+``kafkalite.protocol.kafka.versions.KAFKA_28_MAX_VERSIONS``), and a few of Kafka 2.8's that it
+does not serve yet (whose differences are allowlisted). ``tests/conformance`` checks that every
+served key is named by some scenario.
+"""
+
+from __future__ import annotations
+
+from kafkalite.testing.conformance.catalogue import groups, produce_fetch, topics
+from kafkalite.testing.conformance.scenario import Scenario
+
+MODULES = (topics, produce_fetch, groups)
+
+SCENARIOS: list[Scenario] = [s for module in MODULES for s in module.family.scenarios]
+BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
+if len(BY_NAME) != len(SCENARIOS):
+    raise ValueError("two conformance scenarios share a name")
