@@ -1,0 +1,135 @@
+"""Kafka 2.8.2's tools that need an API kafkalite does not serve yet.
+
+Each test is the real test: it runs against the Apache Kafka oracle first (which must pass it)
+and then against kafkalite, asserting what Kafka gives. They are strict xfails naming the API, so
+the day kafkalite serves it the test passes and strictness turns that into a failure asking for
+the marker to go. kafka-features is here too: in Kafka 2.8 no feature is defined, so the tool
+never sends UpdateFeatures and describes through ApiVersions, which kafkalite serves: it passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from kazoo.client import KazooClient
+from kafka_tool_checks import (KAFKA, KAFKALITE, partitions_of, produce, tool, unique,
+                               wait_for_leaders, zk_address)
+
+from kafkalite.testing.cluster import wait_until
+
+pytestmark = [pytest.mark.integration]
+
+ORACLE_FIRST = (KAFKA, KAFKALITE)
+
+
+def _issue_23(api: str) -> str:
+    return f"needs {api}: issue 23 (the rest of Kafka 2.8's API set)"
+
+
+def _reorder_replicas(zookeeper, cluster, topic: str, replicas: list[int]) -> None:
+    """Ask the controller (through /admin/reassign_partitions, with kazoo) to reorder partition
+    0's replicas, so that its leader is no longer its preferred replica."""
+    zk = KazooClient(hosts=zk_address(zookeeper, cluster))
+    zk.start(timeout=15)
+    try:
+        zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": replicas}]}).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+@pytest.mark.xfail(strict=True, reason=_issue_23("ElectLeaders"))
+def test_leader_election_moves_leadership_to_the_preferred_replica(zookeeper, kafka_systems):
+    topic = unique("tu-elect")
+    outputs = {}
+    for name in ORACLE_FIRST:
+        cluster = kafka_systems[name]
+        bs = cluster.bootstrap_servers
+        tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", topic,
+             "--replica-assignment", "1:2")
+        wait_for_leaders(bs, topic, 1)
+        _reorder_replicas(zookeeper, cluster, topic, [2, 1])
+        wait_until(lambda: list(partitions_of(bs, topic)[0].replicas) == [2, 1], 60,
+                   "replicas reordered to [2, 1]", interval_s=0.2)
+        assert partitions_of(bs, topic)[0].leader == 1
+        elected = tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type",
+                       "preferred", "--topic", topic, "--partition", "0")
+        wait_until(lambda: partitions_of(bs, topic)[0].leader == 2, 30, "broker 2 to lead",
+                   interval_s=0.2)
+        again = tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type",
+                     "preferred", "--topic", topic, "--partition", "0")
+        outputs[name] = [elected.stdout, again.stdout]
+    assert outputs[KAFKA] == [
+        f"Successfully completed leader election (PREFERRED) for partitions {topic}-0\n",
+        f"Valid replica already elected for partitions {topic}-0\n"]
+    assert outputs[KAFKALITE] == outputs[KAFKA]
+
+
+@pytest.mark.xfail(strict=True, reason=_issue_23("DescribeLogDirs"))
+def test_log_dirs_describe(kafka_systems):
+    topic = unique("tu-dirs")
+    for name in ORACLE_FIRST:
+        cluster = kafka_systems[name]
+        bs = cluster.bootstrap_servers
+        tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", topic,
+             "--replica-assignment", "1:2")
+        wait_for_leaders(bs, topic, 1)
+        produce(bs, topic, [(None, b"x" * 100) for _ in range(3)])
+        out = tool("kafka-log-dirs", "--bootstrap-server", bs, "--describe",
+                   "--topic-list", topic).stdout
+        assert "Received log directory information from brokers 1,2,3" in out, out
+        report = json.loads(out.strip().splitlines()[-1])
+        dirs = {b["broker"]: b["logDirs"] for b in report["brokers"]}
+        assert sorted(dirs) == [1, 2, 3]
+        for broker_id, logdirs in dirs.items():
+            assert [d["logDir"] for d in logdirs] == [cluster.brokers[broker_id].log_dir]
+            assert all(d["error"] is None for d in logdirs)
+            partitions = logdirs[0]["partitions"]
+            if broker_id == 3:
+                assert partitions == []
+                continue
+            segment = os.path.join(cluster.brokers[broker_id].log_dir, f"{topic}-0",
+                                   "00000000000000000000.log")
+            assert partitions == [{"partition": f"{topic}-0", "size": os.path.getsize(segment),
+                                   "offsetLag": 0, "isFuture": False}], (name, partitions)
+
+
+@pytest.mark.xfail(strict=True, reason=_issue_23(
+    "CreateDelegationToken/DescribeDelegationToken"))
+def test_delegation_tokens_refused_on_plaintext(kafka_systems, tmp_path):
+    """Kafka refuses token requests on an unauthenticated channel with its own error; the tool
+    reaches the broker and prints it (kafkalite answers that it does not know the API)."""
+    settings = tmp_path / "client.properties"
+    settings.write_text("client.id=tool-tests\n")
+    refusal = ("UnsupportedByAuthenticationException: Delegation Token requests are not "
+               "allowed on PLAINTEXT/1-way SSL channels")
+    for name in ORACLE_FIRST:
+        bs = kafka_systems[name].bootstrap_servers
+        for action in (["--describe"], ["--create", "--max-life-time-period", "-1"]):
+            got = tool("kafka-delegation-tokens", "--bootstrap-server", bs, "--command-config",
+                       str(settings), *action, ok=False)
+            assert got.returncode == 1 and refusal in got.stdout, (name, got.stdout)
+
+
+@pytest.mark.xfail(strict=True, reason=_issue_23(
+    "ListPartitionReassignments/AlterPartitionReassignments"))
+def test_reassign_partitions_through_bootstrap_server_lists(kafka_systems):
+    """kafka-reassign-partitions without --zookeeper asks the brokers (KIP-455)."""
+    for name in ORACLE_FIRST:
+        got = tool("kafka-reassign-partitions", "--bootstrap-server",
+                   kafka_systems[name].bootstrap_servers, "--list")
+        assert got.stdout.strip() == "No partition reassignments found.", (name, got.stdout)
+
+
+def test_features_describe_as_kafka(kafka_systems):
+    """Kafka 2.8 defines no features: --describe (ApiVersions' feature fields) and
+    --upgrade-all --dry-run print nothing and succeed, on both systems alike."""
+    outputs = {}
+    for name in ORACLE_FIRST:
+        bs = kafka_systems[name].bootstrap_servers
+        outputs[name] = [tool("kafka-features", "--bootstrap-server", bs, *args).stdout
+                         for args in (["--describe"], ["--upgrade-all", "--dry-run"])]
+    assert outputs[KAFKALITE] == outputs[KAFKA] == ["", ""]
