@@ -9,8 +9,8 @@ Paths are absolute within the cluster's chroot; the chroot lives in the connect 
 from __future__ import annotations
 
 from zk_schema._codec import SchemaError
-from zk_schema import (admin, brokers, cluster, config, consumers, controller, isr, log_dir_events,
-                       producer_ids, topics)
+from zk_schema import (admin, brokers, cluster, config, consumers, controller, features, isr,
+                       log_dir_events, producer_ids, topics)
 from zk_schema.admin import (
     ADMIN_PATH, DELETE_TOPICS_PATH, PREFERRED_REPLICA_ELECTION_PATH, REASSIGN_PARTITIONS_PATH,
     PartitionReassignment, PreferredReplicaElection, delete_topic_path,
@@ -32,6 +32,7 @@ from zk_schema.controller import (
     CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, INITIAL_CONTROLLER_EPOCH, ControllerEpoch,
     ControllerRegistration,
 )
+from zk_schema.features import FEATURE_PATH, FeatureZNode
 from zk_schema.isr import ISR_CHANGE_NOTIFICATION_PATH, IsrChangeNotification
 from zk_schema.log_dir_events import LOG_DIR_EVENT_NOTIFICATION_PATH, LogDirEventNotification
 from zk_schema.producer_ids import LATEST_PRODUCER_ID_BLOCK_PATH, ProducerIdBlock
@@ -55,8 +56,8 @@ PERSISTENT_PATHS: tuple[str, ...] = (
 
 __all__ = [
     "SchemaError", "PERSISTENT_PATHS",
-    "admin", "brokers", "cluster", "config", "consumers", "controller", "isr", "producer_ids",
-    "topics",
+    "admin", "brokers", "cluster", "config", "consumers", "controller", "features", "isr",
+    "producer_ids", "topics", "FEATURE_PATH", "FeatureZNode",
     "ADMIN_PATH", "DELETE_TOPICS_PATH", "PREFERRED_REPLICA_ELECTION_PATH",
     "REASSIGN_PARTITIONS_PATH", "PartitionReassignment", "PreferredReplicaElection",
     "delete_topic_path",

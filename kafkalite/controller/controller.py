@@ -269,6 +269,7 @@ class Controller:
         self.channels = self._channel_manager_factory(
             self.reactor, self.broker_id,
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000.0)
+        yield self.controller_zk.enable_feature_versioning()
         # watches first (Kafka's order); their first deliveries queue behind this event
         for path, kind, handler in (
                 (zk_schema.BROKER_IDS_PATH, "children", self.broker_changes.on_broker_change),

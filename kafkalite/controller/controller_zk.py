@@ -47,6 +47,10 @@ class ControllerZk:
     def get_controller_id(self) -> defer.Deferred:
         return self._tzk.get_controller_id()
 
+    def enable_feature_versioning(self) -> defer.Deferred:
+        """``/feature`` Enabled (KIP-584), as Kafka 2.8's controller leaves it on election."""
+        return self._call("enable_feature_versioning")
+
     def resign_controller(self, controller_epoch_zk_version: int) -> defer.Deferred:
         """Delete ``/controller`` if it is still ours (fenced)."""
         return self._tzk.resign_controller(controller_epoch_zk_version)

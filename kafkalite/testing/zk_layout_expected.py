@@ -14,12 +14,6 @@ EXPECTED_DIFFERENCES: dict[str, str] = {
         "(ensure_path, makepath) and its transactions take bytes only, while Kafka's client "
         "creates them with null. Nothing reads these znodes' data (Kafka only lists their "
         "children), so a Kafka broker or tool on kafkalite's tree is not affected."),
-    "missing /feature": (
-        "kafkalite bug, issue 24: Kafka 2.8's controller writes /feature "
-        "({\"features\":{},\"version\":1,\"status\":1}, KIP-584 feature versioning) when it "
-        "is elected. kafkalite has no feature versioning: its brokers register "
-        "\"features\":{} and its controller writes no /feature. Writing it belongs in the "
-        "controller, not in zk_schema."),
     "value /latest_producer_id_block block_start": (
         "When blocks are taken: each Kafka 2.8 broker takes a block of 1000 producer ids at "
         "start-up (its transaction coordinator's ProducerIdManager is built eagerly), so 3 "

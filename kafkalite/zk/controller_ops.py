@@ -23,6 +23,7 @@ from zk_schema import controller as s_controller
 from zk_schema import isr as s_isr
 from zk_schema import topics as s_topics
 from zk_schema.controller import ControllerEpoch, ControllerRegistration
+from zk_schema.features import ENABLED, FEATURE_PATH, FeatureZNode
 from zk_schema.topics import PartitionState
 
 from kafkalite.errors import KafkaError, UnknownTopicOrPartitionError, ZooKeeperError
@@ -184,6 +185,28 @@ class ControllerZkOps(ZnodeOps):
         if ControllerRegistration.decode(data).broker_id != broker_id:
             return None
         return self.get_controller_epoch()
+
+    def enable_feature_versioning(self) -> FeatureZNode:
+        """Make ``/feature`` exist and say Enabled, keeping any finalized features (Kafka 2.8's
+        controller does this on election: KafkaController.enableFeatureVersioning)."""
+        while True:
+            got = self.get_data(FEATURE_PATH)
+            if got is None:
+                node = FeatureZNode()
+                try:
+                    self.create(FEATURE_PATH, node.encode())
+                    return node
+                except ZkNodeExistsError:
+                    continue
+            current = FeatureZNode.decode(got[0], got[1])
+            if current.status == ENABLED:
+                return current
+            enabled = FeatureZNode(ENABLED, dict(current.features))
+            try:
+                self.set_data(FEATURE_PATH, enabled.encode(), got[1])
+                return enabled
+            except ZkBadVersionError:
+                continue
 
     def resign_controller(self, controller_epoch_zk_version: int) -> bool:
         """Delete ``/controller`` if we still are the controller (fenced); False when fenced out."""
