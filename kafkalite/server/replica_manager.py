@@ -425,9 +425,8 @@ class ReplicaManager:
                                                                 p.fetch_offset,
                                                                 p.log_start_offset)
                 self.delete_records_purgatory.check(partition.tp)
-                if should_expand:
-                    self._change_isr(partition, sorted(set(partition.isr) |
-                                                       {request.replica_id}))
+                if should_expand:      # at the end, as Kafka's maybeExpandIsr (isr + replica)
+                    self._change_isr(partition, [*partition.isr, request.replica_id])
                 if partition.maybe_advance_high_watermark():
                     self._high_watermark_moved(partition)
 

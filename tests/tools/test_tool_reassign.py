@@ -13,8 +13,8 @@ import json
 import re
 
 import pytest
-from kafka_tool_checks import (KAFKA, KAFKALITE, consume, describe_rows, partitions_of, produce,
-                               tool, unique, wait_for_leaders, zk_address)
+from kafka_tool_checks import (KAFKA, KAFKALITE, consume, describe_rows, normalise, partitions_of,
+                               produce, tool, unique, wait_for_leaders, zk_address)
 
 from kafkalite.testing.cluster import wait_until
 
@@ -97,8 +97,10 @@ def test_reassign_partitions_and_preferred_election_through_zookeeper(zookeeper,
         rows = describe_rows(described.stdout)
         assert {p: (r["leader"], r["replicas"], sorted(r["isr"])) for p, r in rows.items()} == {
             p: (reps[0], reps, sorted(reps)) for p, reps in AFTER.items()}, described.stdout
+        # the ISRs' order too: the new replica joins at the end, the removed one leaves
         outputs[name] = [re.sub(r"Proposed partition reassignment configuration\n.*",
-                                "PROPOSED", generated, flags=re.S), executed, verified, elected]
+                                "PROPOSED", generated, flags=re.S), executed, verified, elected,
+                         normalise(described.stdout)]
     assert "Successfully started partition reassignments for " \
         f"{topic}-0,{topic}-1" in outputs[KAFKALITE][1]
     assert outputs[KAFKALITE] == outputs[KAFKA]

@@ -184,3 +184,13 @@ def test_diverged_follower_truncates_to_the_leaders_epoch_end(tmp_path):
     follower.append_as_follower(records, 15)
     assert follower.log_end_offset == 15 and follower.epoch_starts[-1] == (2, 10)
     assert _resolved(first).responses["t"][0].base_offset == 0
+
+
+def test_a_caught_up_replica_joins_the_isr_at_its_end(tmp_path):
+    """As Kafka's Partition.maybeExpandIsr (isr + replica): kafka-topics --describe after a
+    reassignment prints Kafka's ISR order (tests/tools/test_tool_reassign.py), not a sorted one."""
+    h = Harness(tmp_path)
+    h.lead([1, 3, 2], [1, 3])
+    h.produce(acks=1)
+    h.fetch(3, replica_id=2)
+    assert h.isr_changes[-1] == (("t", 0), [1, 3, 2])
