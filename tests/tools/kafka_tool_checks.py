@@ -116,7 +116,11 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def partitions_of(bootstrap: str, topic: str) -> dict[int, Any]:
-    """The topic's partition metadata as librdkafka sees it ({} when the topic is unknown)."""
+    """The topic's partition metadata as librdkafka sees it ({} when the topic is unknown).
+
+    librdkafka asks for the topic by name, which creates it where auto.create.topics.enable is
+    on (both shared clusters): never ask this about a topic that should be gone; use
+    :func:`broker_metadata`, which asks for all topics."""
     md = admin(bootstrap).list_topics(topic, timeout=10).topics.get(topic)
     if md is None or md.error is not None:
         return {}

@@ -18,7 +18,7 @@ import re
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from kafka_tool_checks import (KAFKA, KAFKALITE, admin, normalise, produce, tool, unique,
+from kafka_tool_checks import (KAFKA, KAFKALITE, admin, produce, tool, unique,
                                wait_for_leaders, zk_address)
 
 from kafkalite.testing.cluster import wait_until

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from kafka_tool_checks import (KAFKA, KAFKALITE, consume, describe_rows, describe_shape,
-                               normalise, on_every_broker, partitions_of, produce, tool, topic_names, unique,
-                               wait_for_leaders, zk_address)
+                               normalise, on_every_broker, partitions_of, produce, tool,
+                               topic_names, unique, wait_for_leaders, zk_address)
 
 from kafkalite.testing.cluster import wait_until
 
