@@ -90,8 +90,11 @@ def _member(bootstrap: str, group: str, topic: str, partitions: int) -> Consumer
                          "auto.offset.reset": "earliest",
                          "partition.assignment.strategy": "range"})
     consumer.subscribe([topic])
-    wait_until(lambda: consumer.poll(0.2) is not None and len(consumer.assignment()) ==
-               partitions, 60, f"{group} to own {topic}", interval_s=0)
+
+    def owns_all():
+        consumer.poll(0.2)             # the group is joined and assigned inside poll
+        return len(consumer.assignment()) == partitions
+    wait_until(owns_all, 60, f"{group} to own {topic}", interval_s=0)
     consumer.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 3)],
                     asynchronous=False)
     return consumer
