@@ -110,14 +110,26 @@ def try_create_topic(ctx: Context, suffix: str = "t", partitions: int = 1,
     Replication 3 by default: the shared clusters run with min.insync.replicas=2, so a topic
     of one replica refuses acks=all (a scenario of its own)."""
     topic = ctx.name(suffix)
-    client = admin(ctx)       # kept referenced until the future resolves (else: _DESTROY)
-    new = (NewTopic(topic, replica_assignment=assignment, config=config or {}) if assignment
-           else NewTopic(topic, partitions, replication, config=config or {}))
-    futures = client.create_topics([new], operation_timeout=15)
-    try:
-        futures[topic].result(ctx.timeout_s)
-    except KafkaException as exc:
-        return topic, error(exc)
+    if assignment:
+        # confluent-kafka 2.16 refuses any NewTopic with a replica assignment ("a default
+        # partition count and a replica assignment are mutually exclusive"): raw CreateTopics
+        answer = raw.call(controller_address(ctx), 19, 5, {
+            "topics": [{"name": topic, "num_partitions": -1, "replication_factor": -1,
+                        "assignments": [{"partition_index": i, "broker_ids": replicas}
+                                        for i, replicas in enumerate(assignment)],
+                        "configs": [{"name": k, "value": v}
+                                    for k, v in (config or {}).items()]}],
+            "timeout": 15000, "validate_only": False})
+        if answer["topics"][0]["error_code"] != "NONE":
+            return topic, answer["topics"][0]["error_code"]
+    else:
+        client = admin(ctx)       # kept referenced until the future resolves (else: _DESTROY)
+        futures = client.create_topics([NewTopic(topic, partitions, replication,
+                                                 config=config or {})], operation_timeout=15)
+        try:
+            futures[topic].result(ctx.timeout_s)
+        except KafkaException as exc:
+            return topic, error(exc)
     count = len(assignment) if assignment else partitions
     wait_for(lambda: leaders_known(ctx, topic, count), f"leaders of {topic}", ctx.timeout_s)
     return topic, None
@@ -179,6 +191,35 @@ def consume_all(ctx: Context, topic: str, expected: int, partition: int = 0, off
             records.append({"offset": msg.offset(), "key": _text(msg.key()),
                             "value": _text(msg.value())})
         return records
+    finally:
+        c.close()
+
+
+def read_to_end(ctx: Context, topic: str, partition: int = 0) -> list[dict]:
+    """Every record of one partition from its log start to its high watermark (as
+    ``consume_all`` reports them), without waiting for records that are not there."""
+    low, high = watermarks(ctx, topic, partition)
+    if high <= low:
+        return []
+    c = consumer(ctx)
+    try:
+        c.assign([TopicPartition(topic, partition, low)])
+        seen: list[dict] = []
+        deadline = time.monotonic() + ctx.timeout_s
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                seen.append({"error": error(msg.error())})
+                break
+            seen.append({"offset": msg.offset(), "key": _text(msg.key()),
+                         "value": _text(msg.value())})
+            if msg.offset() >= high - 1:
+                break
+        return seen
     finally:
         c.close()
 

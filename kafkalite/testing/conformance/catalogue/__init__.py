@@ -8,10 +8,11 @@ served key is named by some scenario.
 
 from __future__ import annotations
 
-from kafkalite.testing.conformance.catalogue import groups, produce_fetch, topics
+from kafkalite.testing.conformance.catalogue import (admin, configs, groups, produce_fetch,
+                                                     retention, security, topics)
 from kafkalite.testing.conformance.scenario import Scenario
 
-MODULES = (topics, produce_fetch, groups)
+MODULES = (topics, produce_fetch, groups, configs, admin, security, retention)
 
 SCENARIOS: list[Scenario] = [s for module in MODULES for s in module.family.scenarios]
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

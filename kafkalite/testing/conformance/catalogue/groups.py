@@ -79,12 +79,14 @@ def _describe(ctx: Context, group: str) -> dict:
 
 
 def _committed_group(ctx: Context, group: str, topic: str, offsets: dict[int, int]) -> None:
-    """A group with committed offsets and no members (a consumer that assigns, commits,
-    closes)."""
+    """A group with committed offsets and no members (a consumer that commits and closes;
+    retried while the coordinator moves or loads)."""
     c = clients.consumer(ctx, group)
     try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
-                 asynchronous=False)
+        clients.wait_for(lambda: c.commit(offsets=[TopicPartition(topic, p, o)
+                                                   for p, o in offsets.items()],
+                                          asynchronous=False), f"a commit by {group}",
+                         ctx.timeout_s, 0.2)
     finally:
         c.close()
 

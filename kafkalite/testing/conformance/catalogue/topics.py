@@ -100,18 +100,19 @@ def create_topic_already_exists(ctx: Context) -> object:
 
 @scenario("create-topic-replication-above-brokers", "CreateTopics")
 def create_topic_replication_above_brokers(ctx: Context) -> object:
-    """A replication factor above the broker count, and a negative partition count."""
+    """A replication factor above the broker count."""
     return _create_raw(ctx, [
         {"name": ctx.name("rf4"), "num_partitions": 1, "replication_factor": 4},
-        {"name": ctx.name("neg"), "num_partitions": -5, "replication_factor": 1},
     ], validate_only=True)
 
 
-@scenario("create-topic-zero-counts", "CreateTopics")
-def create_topic_zero_counts(ctx: Context) -> object:
-    """Zero partitions, and a replication factor of zero (-1 means the default; 0 is refused)."""
+@scenario("create-topic-non-positive-counts", "CreateTopics")
+def create_topic_non_positive_counts(ctx: Context) -> object:
+    """Zero or negative partitions, and a replication factor of zero (-1 means the default;
+    anything else below 1 is refused)."""
     return _create_raw(ctx, [
         {"name": ctx.name("p0"), "num_partitions": 0, "replication_factor": 1},
+        {"name": ctx.name("neg"), "num_partitions": -5, "replication_factor": 1},
         {"name": ctx.name("rf0"), "num_partitions": 1, "replication_factor": 0},
     ], validate_only=True)
 
@@ -294,15 +295,6 @@ def delete_topics(ctx: Context) -> object:
         lambda: _metadata(ctx, [topic])["topics"][0]["error_code"] != "NONE" and
         _metadata(ctx, [topic])["topics"][0]["error_code"], "the topic to go", ctx.timeout_s)
     return {"delete": errors, "metadata_after": gone}
-
-
-@scenario("delete-internal-topic", "DeleteTopics")
-def delete_internal_topic(ctx: Context) -> object:
-    """Deleting __consumer_offsets is refused."""
-    clients.coordinator_address(ctx, ctx.name("g"))
-    answer = raw.call(clients.controller_address(ctx), 20, 5, {"topic_names": ["__consumer_offsets"],
-                                                 "timeout": 5000})
-    return [[r["name"], r["error_code"], r["error_message"]] for r in answer["responses"]]
 
 
 @scenario("create-partitions", "CreatePartitions", "Metadata")
