@@ -2,6 +2,10 @@
 
 Entity config: ``{"version":1,"config":{"retention.ms":"1000"}}`` (values are strings, as in Kafka).
 Change notification (sequential): ``{"version":2,"entity_path":"topics/t"}``.
+
+Dynamic broker configs (KIP-226) are entities of type ``brokers``: ``/config/brokers/<id>`` for one
+broker, ``/config/brokers/<default>`` for the cluster-wide default (Kafka's
+``ConfigEntityName.Default``), announced as ``brokers/<id>`` / ``brokers/<default>``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ IPS = "ips"            # IP connection-rate quotas (Kafka 2.8, KIP-612)
 ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, IPS)
 
 
+#: Kafka's ConfigEntityName.Default: the entity name of a cluster-wide default
+DEFAULT_ENTITY = "<default>"
+
+
 def config_entity_type_path(entity_type: str) -> str:
     if entity_type not in ENTITY_TYPES:
         raise SchemaError(f"unknown config entity type {entity_type!r}; one of {ENTITY_TYPES}")
@@ -38,6 +46,31 @@ def config_entity_path(entity_type: str, name: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return config_entity_path(TOPICS, validate_topic_name(topic))
+
+
+def broker_config_entity(broker_id: int | None) -> str:
+    """The entity name of a broker's dynamic configs: its id, or ``<default>`` for None."""
+    if broker_id is None:
+        return DEFAULT_ENTITY
+    if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
+        raise SchemaError(f"broker id {broker_id!r} must be an integer >= 0 (or None for "
+                          f"the cluster default)")
+    return str(broker_id)
+
+
+def parse_broker_config_entity(name: str) -> int | None:
+    """The broker id of entity name ``name`` (None for ``<default>``); SchemaError otherwise."""
+    if name == DEFAULT_ENTITY:
+        return None
+    if not name.isdigit():
+        raise SchemaError(f"broker config entity {name!r} is neither a broker id nor "
+                          f"{DEFAULT_ENTITY}")
+    return int(name)
+
+
+def broker_config_path(broker_id: int | None) -> str:
+    """``/config/brokers/<id>``, or ``/config/brokers/<default>`` for None (KIP-226)."""
+    return config_entity_path(BROKERS, broker_config_entity(broker_id))
 
 
 def sanitize_entity_name(name: str) -> str:
@@ -104,6 +137,11 @@ class ConfigChangeNotification:
     @classmethod
     def for_topic(cls, topic: str) -> "ConfigChangeNotification":
         return cls(entity_path=f"{TOPICS}/{validate_topic_name(topic)}")
+
+    @classmethod
+    def for_broker(cls, broker_id: int | None) -> "ConfigChangeNotification":
+        """``brokers/<id>`` or ``brokers/<default>`` (None)."""
+        return cls(entity_path=f"{BROKERS}/{broker_config_entity(broker_id)}")
 
     @classmethod
     def for_user(cls, user: str) -> "ConfigChangeNotification":

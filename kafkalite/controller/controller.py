@@ -139,6 +139,12 @@ class Controller:
         """Queue an event of the current term."""
         self._put(handler, args, self._generation)
 
+    def enable_default_unclean_election(self) -> None:
+        """The broker's default unclean.leader.election.enable turned on dynamically: when
+        this broker is the controller, elect leaders for leaderless partitions (an event)."""
+        if self.is_active and not self._stopped:
+            self.enqueue(self.topic_configs.on_default_unclean_enabled)
+
     def call(self, handler, *args) -> defer.Deferred:
         """Queue an event of the current term and get its result (NotControllerError when this
         broker is not, or stops being, the controller before it runs)."""

@@ -59,8 +59,24 @@ class TopicConfigs:
         if not topics:
             return
         yield self.refresh(topics)
-        leaderless = [tp for topic in sorted(topics) if topic in c.context.unclean_topics
-                      for tp in c.context.partitions(topic)
+        yield self._elect_leaderless([t for t in sorted(topics) if t in c.context.unclean_topics])
+
+    @defer.inlineCallbacks
+    def on_default_unclean_enabled(self):
+        """Event: this broker's (dynamic) default ``unclean.leader.election.enable`` turned on
+        (Kafka's enableDefaultUncleanLeaderElection): elect for every topic without an override
+        saying false."""
+        c = self.controller
+        leaderless = {tp[0] for tp, state in c.context.states.items() if state.leader < 0}
+        yield self.refresh(leaderless)          # their overrides decide, as the default does not
+        yield self._elect_leaderless([t for t in sorted(leaderless)
+                                      if t in c.context.assignments
+                                      and t not in c.context.clean_topics])
+
+    @defer.inlineCallbacks
+    def _elect_leaderless(self, topics):
+        c = self.controller
+        leaderless = [tp for topic in topics for tp in c.context.partitions(topic)
                       if (state := c.context.states.get(tp)) is not None and state.leader < 0]
         if not leaderless:
             return

@@ -36,6 +36,7 @@ from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.apis import KafkaApis
 from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
+from kafkalite.server.dynamic_config import BrokerDynamicConfig
 from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
@@ -59,7 +60,8 @@ class BrokerService(service.MultiService):
         if reactor is None:
             from twisted.internet import reactor as global_reactor  # only at the top level
             reactor = global_reactor
-        self.config = config
+        self.config = config                    # the effective config (dynamic ones applied)
+        self.dynamic_config = BrokerDynamicConfig(self, config)   # KIP-226 levels
         self.reactor = reactor
         self.broker_id = config.broker_id
         self.cluster_id: str | None = None
@@ -136,6 +138,12 @@ class BrokerService(service.MultiService):
         await self.tzk.run(secure_persistent_paths, self.zk, config.zookeeper_set_acl)
         self.cluster_id = await self.tzk.get_or_create_cluster_id()
         await self.security.start(self.zk, self.tzk)
+        # dynamic broker configs (/config/brokers/<default>, /config/brokers/<id>) before the
+        # logs load, so that their topic defaults apply from the start (Kafka's order)
+        try:
+            await self.dynamic_config.reload()
+        except Exception as exc:  # noqa: BLE001 - a broken znode must not stop the broker
+            log.error("broker %d: dynamic broker configs not applied: %s", self.broker_id, exc)
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
@@ -146,7 +154,7 @@ class BrokerService(service.MultiService):
         self._bind_listeners()
         await self._register()
         self.controller = Controller(
-            self.broker_id, self.zk, self.tzk, self.reactor, config,
+            self.broker_id, self.zk, self.tzk, self.reactor, self.config,
             channel_manager_factory=partial(ControllerChannelManager,
                                             connect=self.security.controller_connect))
         self.controller.start()
@@ -262,6 +270,14 @@ class BrokerService(service.MultiService):
         self._configured_topics.add(topic)
 
     def _on_config_change(self, children) -> None:
+        """A /config/changes notification: this broker's dynamic configs first (they decide
+        the topic defaults), then every hosted topic's config."""
+        d = self.dynamic_config.reload()
+        d.addErrback(lambda f: log.warning("dynamic broker config reload failed: %s",
+                                           f.getErrorMessage()))
+        d.addCallback(lambda _: self._reload_topic_configs())
+
+    def _reload_topic_configs(self) -> None:
         for topic in {tp[0] for tp in self.replica_manager.partitions}:
             self._load_topic_config(topic).addErrback(
                 lambda f: log.warning("config reload failed: %s", f.getErrorMessage()))

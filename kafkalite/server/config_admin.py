@@ -16,21 +16,25 @@ in ``kafkalite.config``.
   notification makes every broker reload the topic's config (``BrokerService._on_config_change``).
 
 Topic config values and synonyms follow Kafka: the topic override (DYNAMIC_TOPIC_CONFIG) if set,
-then the broker keys it defaults from as set in server.properties / ``--override``
+then the broker keys it defaults from as set dynamically for this broker (DYNAMIC_BROKER_CONFIG)
+and for the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG), in server.properties / ``--override``
 (STATIC_BROKER_CONFIG), then those keys' defaults (DEFAULT_CONFIG). One deliberate difference:
 Kafka drops every broker synonym of ``retention.ms`` / ``segment.ms`` unless ``log.retention.ms``
 / ``log.roll.ms`` itself is set (its ``dropWhile`` in ``configSynonyms``), reporting e.g. a
 ``log.retention.hours=1`` broker as DEFAULT_CONFIG with no synonyms; kafkalite lists the whole
 chain (``STATIC_BROKER_CONFIG:log.retention.hours=1, DEFAULT_CONFIG:log.retention.hours=168``).
 
-kafkalite has no dynamic broker configs: altering a BROKER resource answers INVALID_REQUEST
-saying to edit server.properties and restart. Broker loggers (BROKER_LOGGER) are Python loggers:
-described with their effective level, and set or reset with IncrementalAlterConfigs.
+Dynamic broker configs (KIP-226): altering a BROKER resource (this broker's id, or ``""`` for the
+cluster default) is ``kafkalite.server.dynamic_config``'s; describing one lists the levels of
+``kafkalite.config_dynamic``. Broker loggers (BROKER_LOGGER) are Python loggers: described with
+their effective level, and set or reset with IncrementalAlterConfigs.
 
 Error codes, as Kafka 2.8 answers them unless noted:
 * unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; bad topic name -> INVALID_TOPIC_EXCEPTION;
 * broker resource naming another broker, or not an integer -> INVALID_REQUEST (a client sends
-  a broker's resource to that broker); ``""`` is the cluster-wide default: no configs, no error;
+  a broker's resource to that broker); ``""`` is the cluster-wide default;
+* a broker config that is not dynamic, or a bad value for one -> INVALID_REQUEST "Invalid config
+  value for resource ConfigResource(type=BROKER, name='1'): ..." (Kafka's wording);
 * unknown config key, or a value the table's validator refuses -> INVALID_CONFIG with the
   validator's message (Kafka's legacy AlterConfigs answers INVALID_REQUEST for a value that
   does not parse; kafkalite answers INVALID_CONFIG in both APIs);
@@ -49,6 +53,7 @@ from twisted.internet import defer
 from kafkalite import errors
 from kafkalite.config import (
     BROKER_BY_NAME,
+    BROKER_NO_EFFECT,
     BROKER_CONFIGS,
     TOPIC_BY_NAME,
     TOPIC_CONFIGS,
@@ -59,7 +64,15 @@ from kafkalite.config import (
     broker_synonyms,
     check_topic_config_name,
 )
+from kafkalite.config_dynamic import (
+    APPLIED_DYNAMIC_CONFIGS, KAFKA_DYNAMIC_CONFIGS, DynamicBrokerConfig,
+)
 from kafkalite.errors import KafkaError, code_of
+from kafkalite.server import dynamic_config
+from kafkalite.server.broker_loggers import (  # noqa: F401 - re-exported
+    LOG_LEVELS, ROOT_LOGGER, apply_logger_ops, current_loggers, validate_logger_ops,
+)
+from kafkalite.server.dynamic_config import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
 from kafkalite.topics import validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -88,17 +101,9 @@ CONFIG_TYPE_UNKNOWN = 0
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
                 "list": 7, "class": 8, "password": 9}
 
-# Kafka's AlterConfigOp.OpType
-OP_SET = 0
-OP_DELETE = 1
-OP_APPEND = 2
-OP_SUBTRACT = 3
+# Kafka's AlterConfigOp.OpType (defined with the broker-side handlers)
 OP_NAMES = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
 
-# Kafka's log4j levels, as Python logging levels
-LOG_LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING,
-              "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": 5}
-ROOT_LOGGER = "root"
 
 NONE = errors.NONE
 
@@ -146,21 +151,23 @@ def _config_type(definition: ConfigDef | None) -> int:
         CONFIG_TYPE_UNKNOWN
 
 
-def _broker_chain(config: BrokerConfig, names: Iterable[str], sensitive: bool) -> list:
-    """(name, value, source) for each broker key in ``names`` set statically, then for each
-    with a default: Kafka's configSynonyms without the dynamic sources kafkalite lacks."""
-    names = list(names)
-    chain = []
-    for name in names:
-        if config.is_static(name):
-            value = render(BROKER_BY_NAME[name], config.get(name))
-            chain.append((name, None if sensitive else value, STATIC_BROKER_CONFIG))
-    for name in names:
-        definition = BROKER_BY_NAME[name]
-        if definition.default is not None:
-            value = render(definition, definition.default)
-            chain.append((name, None if sensitive else value, DEFAULT_CONFIG))
-    return chain
+def _layers(broker_config: BrokerConfig, dynamic: DynamicBrokerConfig | None
+            ) -> DynamicBrokerConfig:
+    """The broker's config levels; a static-only one for a bare BrokerConfig."""
+    return dynamic if dynamic is not None else DynamicBrokerConfig(broker_config)
+
+
+def _broker_layers(broker) -> DynamicBrokerConfig:
+    """A broker's config levels (a broker without dynamic configs: its config alone)."""
+    manager = getattr(broker, "dynamic_config", None)
+    return manager.layers if manager is not None else DynamicBrokerConfig(broker.config)
+
+
+def _dynamic_read_only(name: str) -> bool:
+    """Kafka's readOnly flag, except that the dynamic configs kafkalite applies only at
+    start-up (listeners, TLS) are read-only here: kafkalite refuses to change them."""
+    return not (name in APPLIED_DYNAMIC_CONFIGS
+                or (name in KAFKA_DYNAMIC_CONFIGS and name in BROKER_NO_EFFECT))
 
 
 # --- describing (pure) -------------------------------------------------------------------------
@@ -173,11 +180,14 @@ def _wanted(keys: Iterable[str] | None):
 
 def describe_topic_config(broker_config: BrokerConfig, overrides: Mapping[str, str],
                           keys: Iterable[str] | None = None, include_synonyms: bool = False,
-                          include_documentation: bool = False) -> list[DescribedConfig]:
+                          include_documentation: bool = False,
+                          dynamic: DynamicBrokerConfig | None = None) -> list[DescribedConfig]:
     """Every topic config (table order, then overrides of keys the table does not know) with
-    its effective value for a topic whose overrides are ``overrides``."""
+    its effective value for a topic whose overrides are ``overrides``. ``dynamic``: the
+    broker's config levels (default: ``broker_config`` alone, no dynamic configs)."""
     wanted = _wanted(keys)
-    defaults = broker_config.topic_defaults()
+    layers = _layers(broker_config, dynamic)
+    defaults = layers.current.topic_defaults()
     out = []
     for definition in TOPIC_CONFIGS:
         name = definition.name
@@ -197,8 +207,7 @@ def describe_topic_config(broker_config: BrokerConfig, overrides: Mapping[str, s
         else:
             shown = render(definition, value)
         if definition.topic_name in BROKER_BY_NAME:
-            chain += _broker_chain(broker_config, broker_synonyms(definition.topic_name),
-                                   sensitive)
+            chain += layers.synonyms(broker_synonyms(definition.topic_name), sensitive)
         out.append(DescribedConfig(
             name, None if sensitive else shown, False,
             chain[0][2] if chain else DEFAULT_CONFIG, sensitive,
@@ -217,50 +226,74 @@ def describe_topic_config(broker_config: BrokerConfig, overrides: Mapping[str, s
 
 def describe_broker_config(broker_config: BrokerConfig, keys: Iterable[str] | None = None,
                            include_synonyms: bool = False,
-                           include_documentation: bool = False) -> list[DescribedConfig]:
-    """Every broker config of this broker: all read-only (no dynamic broker configs)."""
+                           include_documentation: bool = False,
+                           dynamic: DynamicBrokerConfig | None = None) -> list[DescribedConfig]:
+    """Every broker config of this broker with its effective value (table order), then the
+    dynamic ones the table does not list (Kafka names without effect, custom names)."""
     wanted = _wanted(keys)
+    layers = _layers(broker_config, dynamic)
     out = []
     for definition in BROKER_CONFIGS:
         name = definition.name
         if wanted is not None and name not in wanted:
             continue
         sensitive = _sensitive(definition)
-        chain = _broker_chain(broker_config, broker_synonyms(name), sensitive)
+        chain = layers.synonyms(broker_synonyms(name), sensitive)
         # Kafka's dropWhile: only this key and the less specific ones below it count
         while chain and chain[0][0] != name:
             chain.pop(0)
-        value = None if sensitive else render(definition, broker_config.get(name))
+        value = None if sensitive else render(definition, layers.current.get(name))
         out.append(DescribedConfig(
-            name, value, True, chain[0][2] if chain else DEFAULT_CONFIG, sensitive,
-            chain if include_synonyms else [], _config_type(definition),
+            name, value, _dynamic_read_only(name), chain[0][2] if chain else DEFAULT_CONFIG,
+            sensitive, chain if include_synonyms else [], _config_type(definition),
             definition.doc if include_documentation else None))
+    extra = {**layers.cluster_default, **layers.per_broker}
+    for name in sorted(set(extra) - set(BROKER_BY_NAME)):
+        if wanted is not None and name not in wanted:
+            continue
+        out.append(_untyped_dynamic(layers, name, per_broker=True, include_synonyms=
+                                    include_synonyms))
     return out
 
 
-def _level_name(level: int) -> str:
-    for name, number in sorted(LOG_LEVELS.items(), key=lambda kv: -kv[1]):
-        if level >= number:
-            return name
-    return "TRACE"
+def _untyped_dynamic(layers: DynamicBrokerConfig, name: str, per_broker: bool,
+                     include_synonyms: bool) -> DescribedConfig:
+    """A dynamic broker config kafkalite's table lacks: a Kafka config without effect here,
+    or a custom one (Kafka knows no type for it, so it treats it as sensitive)."""
+    sensitive = name not in BROKER_NO_EFFECT
+    chain = [c for c in layers.synonyms([name], sensitive)
+             if per_broker or c[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+    value = None if sensitive or not chain else chain[0][1]
+    return DescribedConfig(name, value, _dynamic_read_only(name),
+                           chain[0][2] if chain else DEFAULT_CONFIG, sensitive,
+                           chain if include_synonyms else [], CONFIG_TYPE_UNKNOWN, None)
 
 
-def current_loggers() -> dict[str, str]:
-    """{logger name: effective level}, the root logger as ``root`` (Kafka's Log4jController).
-    Parent names that only group loggers (``kafkalite.server``) count as loggers too: setting
-    one sets the level of everything below it."""
-    out = {ROOT_LOGGER: _level_name(logging.getLogger().getEffectiveLevel())}
-    loggers = logging.Logger.manager.loggerDict
-    for name in sorted(loggers):
-        logger = loggers[name]
-        if isinstance(logger, logging.Logger):
-            out[name] = _level_name(logger.getEffectiveLevel())
-        else:          # a PlaceHolder: the level of its nearest real ancestor
-            parent = name.rpartition(".")[0]
-            while parent and not isinstance(loggers.get(parent), logging.Logger):
-                parent = parent.rpartition(".")[0]
-            found = loggers[parent] if parent else logging.getLogger()
-            out[name] = _level_name(found.getEffectiveLevel())
+def describe_default_broker_config(layers: DynamicBrokerConfig, keys: Iterable[str] | None = None,
+                                   include_synonyms: bool = False,
+                                   include_documentation: bool = False) -> list[DescribedConfig]:
+    """The cluster-wide dynamic defaults (resource name ``""``): only the configs set there,
+    each with its DYNAMIC_DEFAULT_BROKER_CONFIG synonyms, as Kafka describes them."""
+    wanted = _wanted(keys)
+    out = []
+    for name, raw in layers.cluster_default.items():
+        if wanted is not None and name not in wanted:
+            continue
+        definition = BROKER_BY_NAME.get(name)
+        if definition is None:
+            out.append(_untyped_dynamic(layers, name, per_broker=False,
+                                        include_synonyms=include_synonyms))
+            continue
+        sensitive = _sensitive(definition)
+        chain = [c for c in layers.synonyms(broker_synonyms(name), sensitive)
+                 if c[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        while chain and chain[0][0] != name:
+            chain.pop(0)
+        out.append(DescribedConfig(
+            name, None if sensitive else raw, _dynamic_read_only(name),
+            chain[0][2] if chain else DEFAULT_CONFIG, sensitive,
+            chain if include_synonyms else [], _config_type(definition),
+            definition.doc if include_documentation else None))
     return out
 
 
@@ -319,15 +352,18 @@ def describe_configs(broker, resources, include_synonyms: bool = False,
                     raise errors.UnknownTopicOrPartitionError(
                         f"The topic '{name}' does not exist.")
                 overrides = yield broker.tzk.get_topic_config(name)
-                configs = describe_topic_config(broker.config, overrides, keys,
-                                                include_synonyms, include_documentation)
+                layers = _broker_layers(broker)
+                configs = describe_topic_config(layers.static, overrides, keys,
+                                                include_synonyms, include_documentation, layers)
             elif resource_type == RESOURCE_BROKER:
+                layers = _broker_layers(broker)
                 if not name:
-                    configs = []       # the cluster-wide dynamic defaults: kafkalite has none
+                    configs = describe_default_broker_config(layers, keys, include_synonyms,
+                                                             include_documentation)
                 else:
                     _check_own_broker(broker, name, allow_default=True)
-                    configs = describe_broker_config(broker.config, keys, include_synonyms,
-                                                     include_documentation)
+                    configs = describe_broker_config(layers.static, keys, include_synonyms,
+                                                     include_documentation, layers)
             elif resource_type == RESOURCE_BROKER_LOGGER:
                 if not name:
                     raise errors.InvalidRequestError("Broker id must not be empty")
@@ -374,12 +410,9 @@ def _list_items(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def apply_incremental(current: Mapping[str, str], ops, broker_config: BrokerConfig
-                      ) -> dict[str, str]:
-    """The overrides after applying ``ops`` ``[(name, op, value)]`` to ``current``.
-    InvalidRequestError for duplicate keys, null values or an unknown op; ConfigError for
-    APPEND/SUBTRACT on a key that is not a list (or is unknown)."""
-    ops = list(ops)
+def check_ops(ops) -> None:
+    """InvalidRequestError for duplicate keys or null values (other than DELETE's), checked
+    first for every resource type, as Kafka does."""
     seen: dict[str, int] = {}
     for name, _op, _value in ops:
         seen[name] = seen.get(name, 0) + 1
@@ -391,6 +424,15 @@ def apply_incremental(current: Mapping[str, str], ops, broker_config: BrokerConf
              if value is None and op != OP_DELETE]
     if nulls:
         raise _null_values(nulls)
+
+
+def apply_incremental(current: Mapping[str, str], ops, broker_config: BrokerConfig
+                      ) -> dict[str, str]:
+    """The overrides after applying ``ops`` ``[(name, op, value)]`` to ``current``.
+    InvalidRequestError for duplicate keys, null values or an unknown op; ConfigError for
+    APPEND/SUBTRACT on a key that is not a list (or is unknown)."""
+    ops = list(ops)
+    check_ops(ops)
     result = dict(current)
     defaults = None
     for name, op, value in ops:
@@ -424,12 +466,6 @@ def apply_incremental(current: Mapping[str, str], ops, broker_config: BrokerConf
             raise errors.InvalidRequestError(f"unknown config operation {op} for {name} "
                                              f"(0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)")
     return result
-
-
-def _broker_configs_are_static(broker) -> KafkaError:
-    return errors.InvalidRequestError(
-        f"kafkalite has no dynamic broker configs: edit server.properties (or the broker's "
-        f"--override flags) and restart broker {broker.broker_id}")
 
 
 # --- AlterConfigs / IncrementalAlterConfigs ----------------------------------------------------
@@ -471,9 +507,8 @@ def alter_configs(broker, resources, validate_only: bool = False):
                 _check_topic(broker, name)
                 yield _write_topic(broker, name, overrides, validate_only)
             elif resource_type == RESOURCE_BROKER:
-                if name:
-                    _broker_id_of(name)
-                raise _broker_configs_are_static(broker)
+                yield dynamic_config.alter_broker(broker, name, replaced_overrides(configs),
+                                                  validate_only)
             else:
                 raise errors.InvalidRequestError(
                     f"AlterConfigs is only supported for topics and brokers, but resource type "
@@ -501,9 +536,8 @@ def incremental_alter_configs(broker, resources, validate_only: bool = False):
                 overrides = apply_incremental(current, ops, broker.config)
                 yield _write_topic(broker, name, overrides, validate_only)
             elif resource_type == RESOURCE_BROKER:
-                if name:
-                    _broker_id_of(name)
-                raise _broker_configs_are_static(broker)
+                check_ops(ops)
+                yield dynamic_config.incremental_alter_broker(broker, name, ops, validate_only)
             elif resource_type == RESOURCE_BROKER_LOGGER:
                 _check_own_broker(broker, name, allow_default=False)
                 validate_logger_ops(ops)
@@ -519,38 +553,3 @@ def incremental_alter_configs(broker, resources, validate_only: bool = False):
             continue
         out.append(_answer(resource_type, name, None))
     return out
-
-
-# --- broker loggers ----------------------------------------------------------------------------
-
-def validate_logger_ops(ops) -> None:
-    known = current_loggers()
-    seen = set()
-    for name, op, value in ops:
-        if name in seen:
-            raise errors.InvalidRequestError(f"Error due to duplicate config keys : {name}")
-        seen.add(name)
-        if op in (OP_APPEND, OP_SUBTRACT):
-            raise errors.InvalidRequestError(
-                f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
-        if op not in (OP_SET, OP_DELETE):
-            raise errors.InvalidRequestError(f"unknown config operation {op} for {name}")
-        if name not in known:
-            raise errors.ConfigError(f"Logger {name} does not exist!")
-        if op == OP_SET and value not in LOG_LEVELS:
-            raise errors.ConfigError(
-                f"Cannot set the log level of {name} to {value} as it is not a supported log "
-                f"level. Valid log levels are {', '.join(LOG_LEVELS)}")
-        if op == OP_DELETE and name == ROOT_LOGGER:
-            raise errors.InvalidRequestError(
-                f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
-
-
-def apply_logger_ops(ops) -> None:
-    for name, op, value in ops:
-        logger = logging.getLogger() if name == ROOT_LOGGER else logging.getLogger(name)
-        if op == OP_SET:
-            logger.setLevel(LOG_LEVELS[value])
-        else:
-            logger.setLevel(logging.NOTSET)     # inherit from its parent again
-        log.info("logger %s: level %s", name, value if op == OP_SET else "inherited")

@@ -219,12 +219,29 @@ class ClusterZkOps(ZnodeOps):
         path = s_config.topic_config_path(topic)
         self._create_or_set(path, s_config.EntityConfig(dict(config)).encode())
         if notify:
-            note = s_config.ConfigChangeNotification.for_topic(topic).encode()
-            try:
-                self.create(s_config.config_change_prefix_path(), note, sequence=True)
-            except ZkNoNodeError:
-                self.ensure_path(s_config.CONFIG_CHANGES_PATH)
-                self.create(s_config.config_change_prefix_path(), note, sequence=True)
+            self._notify_config_change(s_config.ConfigChangeNotification.for_topic(topic))
+
+    def _notify_config_change(self, notification: s_config.ConfigChangeNotification) -> None:
+        note = notification.encode()
+        try:
+            self.create(s_config.config_change_prefix_path(), note, sequence=True)
+        except ZkNoNodeError:
+            self.ensure_path(s_config.CONFIG_CHANGES_PATH)
+            self.create(s_config.config_change_prefix_path(), note, sequence=True)
+
+    def get_broker_config(self, broker_id: int | None) -> dict[str, str]:
+        """Dynamic configs of one broker (``/config/brokers/<id>``) or, for None, the cluster
+        default (``/config/brokers/<default>``); {} when the znode is absent."""
+        path = s_config.broker_config_path(broker_id)
+        got = self.get_data(path)
+        return dict(s_config.EntityConfig.decode(got[0], got[1], path=path).config) if got else {}
+
+    def set_broker_config(self, broker_id: int | None, config: Mapping[str, str]) -> None:
+        """Replace a broker's (or, for None, the cluster default's) dynamic configs and announce
+        it, as Kafka's AdminZkClient.changeBrokerConfig: entity znode, then notification."""
+        path = s_config.broker_config_path(broker_id)
+        self._create_or_set(path, s_config.EntityConfig(dict(config)).encode())
+        self._notify_config_change(s_config.ConfigChangeNotification.for_broker(broker_id))
 
     def get_config_change_notifications(self) -> dict[str, s_config.ConfigChangeNotification]:
         names = self.get_children(s_config.CONFIG_CHANGES_PATH)

@@ -26,6 +26,14 @@ class FakeZk:
         self.configs[topic] = dict(config)
         return defer.succeed(None)
 
+    def get_broker_config(self, broker_id):
+        return defer.succeed(dict(self.configs.get(("brokers", broker_id), {})))
+
+    def set_broker_config(self, broker_id, config):
+        self.writes.append((("brokers", broker_id), dict(config)))
+        self.configs[("brokers", broker_id)] = dict(config)
+        return defer.succeed(None)
+
 
 class FakeMetadata:
     def __init__(self, topics):
@@ -135,13 +143,17 @@ def test_topic_errors():
 
 # --- DescribeConfigs: brokers and loggers ----------------------------------------------------------
 
-def test_broker_resource_is_this_brokers_read_only_config():
+def test_broker_resource_is_this_brokers_config():
     broker = FakeBroker(**{"log.retention.hours": "5"})
     res = result(ca.describe_configs(
         broker, [(BROKER, "1", None), (BROKER, "", None), (BROKER, "2", None),
                  (BROKER, "one", None)], True, False))
     own = by_name(res[0].configs)
-    assert res[0].error_code == 0 and all(c.read_only for c in res[0].configs)
+    assert res[0].error_code == 0
+    # read-only unless dynamic (KIP-226): log.retention.ms is, log.retention.hours is not
+    assert own["broker.id"].read_only and own["log.retention.hours"].read_only
+    assert not own["log.retention.ms"].read_only and not own["message.max.bytes"].read_only
+    assert own["listeners"].read_only       # dynamic in Kafka; kafkalite applies it at start-up
     assert own["broker.id"].value == "1" and own["broker.id"].config_source == 4
     assert own["log.retention.ms"].value is None and own["log.retention.ms"].synonyms == []
     assert own["log.retention.hours"].synonyms == [("log.retention.hours", "5", 4),
@@ -209,7 +221,9 @@ def test_alter_configs_validates_and_answers_per_resource():
     assert codes[2][0] == errors.InvalidRequestError.code
     assert codes[3][0] == errors.UnknownTopicOrPartitionError.code
     assert codes[4][0] == errors.InvalidConfigError.code and "min.insync.replicas" in codes[4][1]
-    assert codes[5][0] == errors.InvalidRequestError.code and "server.properties" in codes[5][1]
+    assert codes[5] == (errors.InvalidRequestError.code,
+                        "Invalid config value for resource ConfigResource(type=BROKER, name='1'): "
+                        "Cannot update these configs dynamically: Set(log.retention.hours)")
     assert codes[6][0] == errors.InvalidRequestError.code
     assert codes[7] == (0, None)
     assert broker.tzk.writes == []                        # validate_only writes nothing
@@ -256,7 +270,7 @@ def test_incremental_errors_and_brokers():
         (TOPIC, "missing", [("retention.ms", ca.OP_SET, "1")]),
     ], False))
     assert [code for *_rest, code, _message in out] == [40, 40, 42, 42, 3]
-    assert "server.properties" in out[2][3]
+    assert out[2][3].endswith("Cannot update these configs dynamically: Set(log.retention.hours)")
     assert broker.tzk.writes == []
 
 
