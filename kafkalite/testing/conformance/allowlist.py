@@ -3,11 +3,11 @@
 Every reason names the issue whose fix removes the difference (issue 23: an API or feature
 kafkalite lacks; issue 24: a kafkalite bug, or a place where kafkalite answers otherwise than
 Kafka). An entry whose scenario answers the same on both systems fails the run as stale, so this
-list only ever holds differences that still exist. Of the lead's known differences,
-broker-dynamic-log-retention (issue 23) is here; OffsetCommit to an unknown topic
-(commit-unknown-topic), the KIP-74 fetch limit (fetch-limit-across-partitions) and recompression
-to a topic's compression.type (topic-compression-recompresses) were fixed while the suite was
-being built, so they have no entry.
+list only ever holds differences that still exist. The lead's known differences -- OffsetCommit
+to an unknown topic (commit-unknown-topic), the KIP-74 fetch limit (fetch-limit-across-
+partitions), recompression to a topic's compression.type (topic-compression-recompresses) and a
+broker's dynamic log.retention.ms (broker-dynamic-log-retention) -- were fixed while the suite
+was being built, so they have no entry.
 
 INTERMITTENT names the entries whose difference is one of timing that a run may miss: there a
 "same" answer is reported as allowlisted (saying so), not as stale.
@@ -122,9 +122,6 @@ ALLOWLIST: dict[str, str] = {
     "alter-configs-error-messages": (
         "issue 24: config error codes (INVALID_CONFIG for INVALID_REQUEST) and kafkalite's "
         "own wording of the messages"),
-    "broker-dynamic-log-retention": (
-        "issue 23: no dynamic broker configs: IncrementalAlterConfigs of a broker's "
-        "log.retention.ms is refused; Kafka applies it"),
     # --- admin APIs kafkalite does not serve --------------------------------------------------
     "elect-leaders": "issue 23: ElectLeaders (KIP-460) is not served",
     "describe-log-dirs": "issue 23: DescribeLogDirs is not served (the connection is closed)",
