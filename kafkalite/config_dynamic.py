@@ -126,6 +126,15 @@ def _scala_set(names: Iterable[str]) -> str:
     return f"Set({', '.join(sorted(names))})"
 
 
+def _per_listener(name: str) -> bool:
+    """A ``listener.name.<l>.<config>`` name other than the cluster-level connection limits
+    (Kafka's perBrokerListenerConfig)."""
+    if not name.startswith(_LISTENER_PREFIX):
+        return False
+    base = name[len(_LISTENER_PREFIX):].partition(".")[2]
+    return base not in _CLUSTER_LEVEL_LISTENER
+
+
 def is_read_only(name: str) -> bool:
     """Kafka's readOnly flag of a broker config in DescribeConfigs: not dynamic in Kafka 2.8."""
     return name not in KAFKA_DYNAMIC_CONFIGS
@@ -177,20 +186,20 @@ def validate_dynamic(configs: Mapping[str, str], per_broker: bool) -> None:
     if unprefixed:
         raise ConfigError("These security configs can be dynamically updated only "
                           f"per-listener using the listener prefix: {_scala_set(unprefixed)}")
-    startup = {n for n in names if n in STARTUP_ONLY_CONFIGS or n.startswith(_LISTENER_PREFIX)}
-    if startup:
-        raise ConfigError(f"kafkalite cannot update these configs dynamically (it applies them "
-                          f"at start-up: edit server.properties and restart): "
-                          f"{_scala_set(startup)}")
     for name, value in configs.items():
         definition = BROKER_BY_NAME.get(name)
         if definition is not None:
             check_value(definition, value)
     if not per_broker:
-        only = names & PER_BROKER_CONFIGS
+        only = {n for n in names if n in PER_BROKER_CONFIGS or _per_listener(n)}
         if only:
             raise ConfigError("Cannot update these configs at default cluster level, broker id "
                               f"must be specified: {_scala_set(only)}")
+    startup = {n for n in names if n in STARTUP_ONLY_CONFIGS or n.startswith(_LISTENER_PREFIX)}
+    if startup:     # kafkalite's own refusal, after every one of Kafka's
+        raise ConfigError(f"kafkalite cannot update these configs dynamically (it applies them "
+                          f"at start-up: edit server.properties and restart): "
+                          f"{_scala_set(startup)}")
 
 
 def usable(configs: Mapping[str, str], per_broker: bool, what: str) -> dict[str, str]:

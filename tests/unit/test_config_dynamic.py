@@ -65,6 +65,10 @@ def test_listener_configs_only_per_broker():
     with pytest.raises(ConfigError, match="broker id must be specified"):
         cd.validate_dynamic({"principal.builder.class": "x.Y"}, per_broker=False)
     cd.validate_dynamic({"principal.builder.class": "x.Y"}, per_broker=True)
+    with pytest.raises(ConfigError, match=r"broker id must be specified: Set\(listeners\)"):
+        cd.validate_dynamic({"listeners": "PLAINTEXT://:1"}, per_broker=False)   # Kafka's words
+    with pytest.raises(ConfigError, match="broker id must be specified"):
+        cd.validate_dynamic({"listener.name.a.ssl.keystore.location": "/k"}, per_broker=False)
 
 
 def test_precedence_broker_then_default_then_static_then_default():

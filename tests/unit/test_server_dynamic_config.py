@@ -85,9 +85,8 @@ def test_incremental_alter_writes_the_level_and_refuses_as_kafka():
                           "log.retention.ms")
     assert out[4][2:] == (invalid, "Unexpected broker id, expected 1, but received 2")
     assert out[5][2:] == (invalid, "Invalid config value for resource ConfigResource("
-                          "type=BROKER, name=''): kafkalite cannot update these configs "
-                          "dynamically (it applies them at start-up: edit server.properties "
-                          "and restart): Set(listeners)")
+                          "type=BROKER, name=''): Cannot update these configs at default "
+                          "cluster level, broker id must be specified: Set(listeners)")
     assert out[6][2] == invalid and "Null value" in out[6][3]
     assert len(broker.tzk.writes) == 2
     # DELETE removes the key; validate_only writes nothing
