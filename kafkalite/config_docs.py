@@ -119,6 +119,14 @@ def render() -> str:
         f"{len(brokers) - applied_b} with no effect. Topic configs: {len(topics)} Kafka names, "
         f"{applied_t} applied, {len(topics) - applied_t} with no effect.",
         "",
+        "Dynamic broker configs (KIP-226: `kafka-configs --entity-type brokers --entity-name "
+        "<id>` or `--entity-default`, IncrementalAlterConfigs of a BROKER resource): kafkalite "
+        "applies at run time the broker defaults of its topic configs (the topic table's "
+        "\"broker default from\" column, e.g. `log.retention.ms`, `log.segment.bytes`, "
+        "`message.max.bytes`, `min.insync.replicas`); Kafka's other dynamic configs without "
+        "effect here are stored, and its listener and TLS configs are refused "
+        "(`kafkalite.config_dynamic`).",
+        "",
         "## Broker configs",
         "",
         *_table(("Kafka config", "kafkalite", "kafkalite default", "what it does / why not"),

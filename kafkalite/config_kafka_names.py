@@ -65,7 +65,7 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms",
         "delegation.token.master.key", "delegation.token.max.lifetime.ms",
         "delegation.token.secret.key")),
-    ("password encoder of dynamic broker configs: kafkalite has no dynamic broker configs", (
+    ("password encoder of dynamic broker configs: kafkalite has no dynamic password configs", (
         "password.encoder.cipher.algorithm", "password.encoder.iterations",
         "password.encoder.key.length", "password.encoder.keyfactory.algorithm",
         "password.encoder.old.secret", "password.encoder.secret")),

@@ -139,3 +139,34 @@ def test_reload_applies_levels_to_the_broker():
     broker.tzk.brokers[None] = {}
     result(manager.reload())
     assert broker.config == manager.static and broker.topic_defaults.retention_ms == 5 * 3600000
+
+
+def test_controller_elects_leaderless_partitions_when_the_default_allows_unclean():
+    """Kafka's enableDefaultUncleanLeaderElection: topics whose override says false keep
+    waiting; the others' leaderless partitions go through the offline election."""
+    from types import SimpleNamespace
+
+    from kafkalite.controller.context import ControllerContext
+    from kafkalite.controller.topic_configs import TopicConfigs
+
+    context = ControllerContext(listener_name="PLAINTEXT")
+    context.assignments = {"a": {0: [1], 1: [1]}, "b": {0: [1]}, "c": {0: [1]}}
+    context.states = {("a", 0): SimpleNamespace(leader=-1), ("a", 1): SimpleNamespace(leader=1),
+                      ("b", 0): SimpleNamespace(leader=-1), ("c", 0): SimpleNamespace(leader=-1)}
+    context.live_brokers = {1}
+    elected, sent = [], []
+
+    def handle_state_changes(tps, state):
+        elected.extend(tps)
+        return defer.succeed(list(tps))
+
+    controller = SimpleNamespace(
+        context=context,
+        controller_zk=SimpleNamespace(get_topic_config=lambda t: defer.succeed(
+            {"unclean.leader.election.enable": "false"} if t == "b" else {})),
+        partition_state_machine=SimpleNamespace(handle_state_changes=handle_state_changes),
+        requests=SimpleNamespace(leader_and_isr=lambda *a: sent.append(("lai", a)),
+                                 update_metadata=lambda *a: sent.append(("um", a))))
+    result(TopicConfigs(controller).on_default_unclean_enabled())
+    assert elected == [("a", 0), ("c", 0)]
+    assert [kind for kind, _ in sent] == ["lai", "um"]
