@@ -1,5 +1,6 @@
 """Conformance on clusters of its own: ZooKeeper, 3 kafkalite brokers, 3 Apache Kafka 2.8.2
-brokers (both with SHARED_SETTINGS), the whole catalogue, a table on stdout, docs/conformance.md.
+brokers (both with SHARED_SETTINGS), and for the ACL scenarios one broker of each with an
+authorizer (conformance.clusters); the whole catalogue, a table on stdout, docs/conformance.md.
 
     .venv/bin/python bench/conformance.py [--workers 4] [--only NAME ...] [--report PATH]
 
@@ -22,6 +23,7 @@ from kafkalite.testing.apache_kafka import ApacheKafkaCluster  # noqa: E402
 from kafkalite.testing.cluster import LocalCluster  # noqa: E402
 from kafkalite.testing.conformance import report  # noqa: E402
 from kafkalite.testing.conformance.catalogue import BY_NAME, SCENARIOS  # noqa: E402
+from kafkalite.testing.conformance.clusters import AuthorizerPair  # noqa: E402
 from kafkalite.testing.conformance.runner import run_all  # noqa: E402
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS  # noqa: E402
 from kafkalite.testing.zookeeper import start_zookeeper, unique_chroot  # noqa: E402
@@ -59,19 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     kafka = ApacheKafkaCluster(f"{zookeeper.connect_string}{ak_root}", 3,
                                workdir=os.path.join(workdir, "kafka"),
                                overrides=dict(SHARED_SETTINGS))
+    pair = AuthorizerPair(zookeeper.connect_string, workdir)
     try:
         kafkalite.spawn()
         kafka.start()
         kafkalite.wait_for_brokers(list(kafkalite.brokers))
+        pair.start()
         print(f"clusters up in {time.monotonic() - started:.0f} s; running {len(scenarios)} "
               f"scenarios, {args.workers} at a time", flush=True)
-        servers = {"kafkalite": kafkalite.bootstrap_servers, "kafka": kafka.bootstrap_servers}
+        servers = {"shared": {"kafkalite": kafkalite.bootstrap_servers,
+                              "kafka": kafka.bootstrap_servers},
+                   "authorizer": pair.servers}
         run_started = time.monotonic()
         rows = run_all(scenarios, servers, workers=args.workers,
                        progress=lambda row: print(f"  {row.verdict:<11} {row.seconds:5.1f} s  "
                                                   f"{row.scenario}", flush=True))
         seconds = time.monotonic() - run_started
     finally:
+        pair.stop()
         kafkalite.stop()
         kafka.stop()
         zookeeper.stop()

@@ -5,6 +5,8 @@ the first item that needs them (``conformance_rows``); each item then judges its
 difference the allowlist does not name fails, printing both answers, and so does an allowlist
 entry whose scenario now answers the same (stale), or a scenario that could not run. When every
 scenario of the catalogue ran, the fixture's teardown writes ``docs/conformance.md``.
+The ACL scenarios run on a pair of 1-broker clusters with an authorizer, started by the same
+fixture; all others on the session's shared clusters (``kafka_systems``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kafkalite.protocol.kafka.versions import KAFKA_28_MAX_VERSIONS
 from kafkalite.testing.conformance import raw, report
 from kafkalite.testing.conformance.allowlist import ALLOWLIST
 from kafkalite.testing.conformance.catalogue import BY_NAME, SCENARIOS
+from kafkalite.testing.conformance.clusters import AuthorizerPair
 from kafkalite.testing.conformance.runner import run_all
 
 pytestmark = [pytest.mark.integration]
@@ -30,7 +33,7 @@ NAMES = [s.name for s in SCENARIOS]
 class _Rows:
     """The rows of this session's selected scenarios, computed on first use."""
 
-    def __init__(self, servers: dict[str, str], selected: list[str]):
+    def __init__(self, servers: dict[str, dict[str, str]], selected: list[str]):
         self.servers = servers
         self.selected = selected
         self.rows: dict = {}
@@ -46,14 +49,30 @@ class _Rows:
 
 
 @pytest.fixture(scope="module")
-def conformance_rows(request, kafka_systems):
+def conformance_rows(request, kafka_systems, zookeeper, tmp_path_factory):
+    """The selected scenarios' rows; the authorizer pair (1 broker of each system with an ACL
+    authorizer) is started here when a selected scenario needs it, and stopped after."""
     module = request.module.__name__
     selected = [item.callspec.params["name"] for item in request.session.items
                 if item.module.__name__ == module and hasattr(item, "callspec")
-                and "name" in item.callspec.params]
-    rows = _Rows({name: cluster.bootstrap_servers for name, cluster in kafka_systems.items()},
-                 selected or NAMES)
-    yield rows
+                and "name" in item.callspec.params] or NAMES
+    servers = {"shared": {name: cluster.bootstrap_servers
+                          for name, cluster in kafka_systems.items()}}
+    pair = None
+    if any(BY_NAME[n].cluster == "authorizer" for n in selected):
+        pair = AuthorizerPair(zookeeper.connect_string,
+                              str(tmp_path_factory.mktemp("conformance-authorizer")))
+        pair.start()
+        servers["authorizer"] = pair.servers
+    rows = _Rows(servers, selected)
+    failed_before = request.session.testsfailed
+    try:
+        yield rows
+    finally:
+        if pair is not None:
+            if request.session.testsfailed > failed_before:
+                print(pair.describe_logs())
+            pair.stop()
     if rows.rows and set(rows.rows) == set(NAMES):
         path = report.write([rows.rows[n] for n in NAMES], os.path.normpath(REPORT_PATH),
                             rows.seconds)

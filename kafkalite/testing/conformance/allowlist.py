@@ -130,6 +130,19 @@ ALLOWLIST: dict[str, str] = {
         "closed)"),
     "describe-scram-credentials": (
         "issue 23: DescribeUserScramCredentials (KIP-554) is not served"),
+    # --- ACLs (the authorizer pair) ---------------------------------------------------------
+    "acl-topic-denied-offset-for-leader-epoch": (
+        "issue 24: Kafka 2.8 serves OffsetForLeaderEpoch without topic checks to a principal "
+        "allowed ClusterAction on the cluster (here by allow.everyone.if.no.acl.found); "
+        "kafkalite checks the topic and answers TOPIC_AUTHORIZATION_FAILED"),
+    "acl-invalid-bindings": (
+        "issue 24: Kafka 2.8 answers a CreateAcls binding it cannot build (resource type or "
+        "operation ANY, pattern MATCH, a principal without a type) with UNKNOWN_SERVER_ERROR "
+        "(its own unhandled exception); kafkalite answers INVALID_REQUEST -- decide there "
+        "whether to copy Kafka"),
+    "acl-authorized-operations": (
+        "issue 23: authorized operations (KIP-430) are not computed: Metadata answers "
+        "'not requested' for the cluster's where Kafka answers the allowed operations"),
     # --- retention / compaction ------------------------------------------------------------------
     "compaction-keeps-latest": (
         "issue 24: kafkalite compacts only every log.retention.check.interval.ms (300 s), "

@@ -147,10 +147,10 @@ def create_topic(ctx: Context, suffix: str = "t", partitions: int = 1, replicati
 
 def produce(ctx: Context, topic: str, values: list[bytes | str], partition: int = 0,
             keys: list | None = None, timestamps: list[int] | None = None,
-            **conf: Any) -> list[Any]:
-    """Produce ``values`` one by one (acks=all) and return each delivery's offset or error."""
+            acks: int | str = "all", **conf: Any) -> list[Any]:
+    """Produce ``values`` one by one and return each delivery's offset or error."""
     reports: list[Any] = [None] * len(values)
-    p = producer(ctx, acks="all", **conf)
+    p = producer(ctx, acks=acks, **conf)
 
     def delivered(index: int):
         def report(err, msg):

@@ -110,12 +110,29 @@ def judge(scenario: Scenario, kafka: Any, kafkalite: Any) -> Row:
     return row
 
 
-def run_scenario(scenario: Scenario, servers: dict[str, str], timeout_s: float = 20.0) -> Row:
-    """Run ``scenario`` against both systems (``servers``: system name -> bootstrap servers)."""
+def _servers_for(scenario: Scenario, servers: dict) -> dict[str, str]:
+    """``servers`` is {system: bootstrap} (the shared pair only) or {cluster kind: {system:
+    bootstrap}}; the pair ``scenario`` needs, or ValueError saying it was not started."""
+    kinds = {"shared": servers} if "kafka" in servers else servers
+    if scenario.cluster not in kinds:
+        raise ValueError(f"scenario {scenario.name} needs the {scenario.cluster!r} clusters, "
+                         f"which were not started (have: {sorted(kinds)})")
+    return kinds[scenario.cluster]
+
+
+def run_scenario(scenario: Scenario, servers: dict, timeout_s: float = 20.0) -> Row:
+    """Run ``scenario`` against both systems (``servers``: system name -> bootstrap servers,
+    or cluster kind -> that)."""
     prefix = unique_prefix(scenario.name)
     started = time.monotonic()
+    try:
+        pair = _servers_for(scenario, servers)
+    except ValueError as exc:
+        row = judge(scenario, _Failed(str(exc)), _Failed(str(exc)))
+        row.seconds = time.monotonic() - started
+        return row
     with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="conformance") as pool:
-        futures = {name: pool.submit(_run_one, scenario, name, servers[name], prefix, timeout_s)
+        futures = {name: pool.submit(_run_one, scenario, name, pair[name], prefix, timeout_s)
                    for name in SYSTEMS}
         answers = {name: future.result() for name, future in futures.items()}
     row = judge(scenario, answers["kafka"], answers["kafkalite"])
@@ -123,7 +140,7 @@ def run_scenario(scenario: Scenario, servers: dict[str, str], timeout_s: float =
     return row
 
 
-def run_all(scenarios: list[Scenario], servers: dict[str, str], timeout_s: float = 20.0,
+def run_all(scenarios: list[Scenario], servers: dict, timeout_s: float = 20.0,
             progress: Any = None, workers: int = 4) -> list[Row]:
     """Every scenario's row, in the catalogue's order. ``workers`` scenarios run at a time
     (each on both systems at once): their topics and groups are their own, and most of their

@@ -49,7 +49,9 @@ class Scenario:
     """One question for both systems.
 
     ``apis`` names the Kafka APIs (by their protocol names, e.g. ``"OffsetForLeaderEpoch"``) the
-    question exercises, so that coverage of the served API table can be checked.
+    question exercises, so that coverage of the served API table can be checked. ``cluster``
+    names the pair of clusters it needs: ``"shared"`` (3 brokers of each system, shared with the
+    session) or ``"authorizer"`` (1 broker of each with an ACL authorizer, see ``clusters``).
     """
 
     name: str
@@ -57,6 +59,7 @@ class Scenario:
     apis: tuple[str, ...]
     run: Callable[[Context], Any]
     doc: str = ""
+    cluster: str = "shared"
 
 
 _SAFE = re.compile(r"[^a-z0-9]+")
@@ -77,8 +80,8 @@ class Family:
         self.family = family
         self.scenarios: list[Scenario] = []
 
-    def scenario(self, name: str, *apis: str) -> Callable[[Callable[[Context], Any]],
-                                                            Callable[[Context], Any]]:
+    def scenario(self, name: str, *apis: str, cluster: str = "shared"
+                 ) -> Callable[[Callable[[Context], Any]], Callable[[Context], Any]]:
         """Register ``fn`` as scenario ``name`` covering ``apis``; its docstring says what it
         asks and why."""
 
@@ -86,7 +89,7 @@ class Family:
             if not apis:
                 raise ValueError(f"scenario {name} names no API")
             doc = " ".join((fn.__doc__ or "").split())
-            self.scenarios.append(Scenario(name, self.family, tuple(apis), fn, doc))
+            self.scenarios.append(Scenario(name, self.family, tuple(apis), fn, doc, cluster))
             return fn
 
         return register

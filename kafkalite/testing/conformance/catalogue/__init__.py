@@ -3,16 +3,18 @@
 The scenarios cover every Kafka API a kafkalite broker advertises (31 API keys, the table in
 ``kafkalite.protocol.kafka.versions.KAFKA_28_MAX_VERSIONS``), and a few of Kafka 2.8's that it
 does not serve yet (whose differences are allowlisted). ``tests/conformance`` checks that every
-served key is named by some scenario.
+served key is named by some scenario. The ``acls`` scenarios run on a pair of 1-broker clusters
+with an authorizer (``conformance.clusters``); all others on the shared 3-broker pair.
 """
 
 from __future__ import annotations
 
-from kafkalite.testing.conformance.catalogue import (admin, configs, groups, produce_fetch,
-                                                     retention, security, topics)
+from kafkalite.testing.conformance.catalogue import (acls, admin, configs, groups,
+                                                     produce_fetch, retention, security,
+                                                     topics)
 from kafkalite.testing.conformance.scenario import Scenario
 
-MODULES = (topics, produce_fetch, groups, configs, admin, security, retention)
+MODULES = (topics, produce_fetch, groups, configs, admin, security, acls, retention)
 
 SCENARIOS: list[Scenario] = [s for module in MODULES for s in module.family.scenarios]
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
