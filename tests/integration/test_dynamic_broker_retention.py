@@ -17,6 +17,7 @@ from confluent_kafka.admin import (
 )
 
 from zk_schema import config as s_config
+from kafkalite.cli.main import main
 from kafkalite.testing.apache_kafka import run_tool
 from kafkalite.testing.cluster import wait_until
 from kafkalite.zk import ZkClient
@@ -88,7 +89,7 @@ def test_per_broker_retention_deletes_old_segments(kafkalite_cluster_factory):
                "the deleted per-broker value to go")
 
 
-def test_kafka_configs_zookeeper_configs_are_read_at_start_up(kafkalite_cluster_factory):
+def test_kafka_configs_zookeeper_configs_are_read_at_start_up(kafkalite_cluster_factory, capsys):
     cluster = kafkalite_cluster_factory(1)
     zk_connect = cluster.zk_connect
     assert cluster.terminate(1) == 0         # Kafka's tool refuses while the broker runs
@@ -109,3 +110,14 @@ def test_kafka_configs_zookeeper_configs_are_read_at_start_up(kafkalite_cluster_
     assert described.stdout == (
         "Default configs for brokers in the cluster are:\n  log.roll.ms=604800001 "
         "sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.roll.ms=604800001}\n")
+    # kafkalite's own command, on the same levels
+    conn = ("--bootstrap-server", cluster.bootstrap_servers)
+    assert main(["configs", "--alter", "--broker", "1", "--add-config", "log.retention.ms=5000",
+                 *conn]) == 0
+    wait_until(lambda: _broker_config(admin, "1")["log.retention.ms"].value == "5000", 30,
+               "kafkalite configs --alter --broker 1 to apply")
+    capsys.readouterr()
+    assert main(["configs", "--describe", "--broker-defaults", *conn]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Default configs for brokers in the cluster are:\n  log.roll.ms="
+                          "604800001"), out
