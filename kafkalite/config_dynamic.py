@@ -18,8 +18,8 @@ Which names may be set (Kafka's ``DynamicBrokerConfig.validateConfigs``, in its 
   the config table's validators;
 * Kafka's other dynamic configs that kafkalite accepts without effect anyway
   (``num.io.threads``, ``log.cleaner.threads``, ...) are stored and described, as in Kafka;
-* Kafka's dynamic configs kafkalite applies only at start-up (listeners, TLS and SASL settings,
-  ``log.cleaner.backoff.ms``) are refused, saying so: a difference from Kafka;
+* Kafka's dynamic configs kafkalite applies only at start-up (listeners, TLS and SASL settings)
+  are refused, saying so, after Kafka's own checks: a difference from Kafka;
 * names Kafka does not know are custom configs: stored and described, as Kafka does.
 """
 
@@ -91,10 +91,12 @@ KAFKA_DYNAMIC_CONFIGS = frozenset(
 #: Kafka's PerBrokerConfigs: never at the cluster-default level
 PER_BROKER_CONFIGS = frozenset(_SSL_RECONFIGURABLE + _LISTENER_RECONFIGURABLE) \
     - frozenset(_CLUSTER_LEVEL_LISTENER)
-#: what kafkalite changes at run time: the broker defaults of its topic configs
-APPLIED_DYNAMIC_CONFIGS = frozenset(
+#: what kafkalite changes at run time: the broker defaults of its topic configs, and
+#: log.cleaner.backoff.ms (in the table, but kafkalite compacts on the retention tick: no effect
+#: either way)
+APPLIED_DYNAMIC_CONFIGS = (frozenset(
     d.topic_name for d in TOPIC_CONFIGS if d.topic_name in BROKER_BY_NAME
-) & KAFKA_DYNAMIC_CONFIGS
+) | {"log.cleaner.backoff.ms"}) & KAFKA_DYNAMIC_CONFIGS
 #: Kafka's dynamic configs kafkalite applies only at start-up: refused dynamically
 STARTUP_ONLY_CONFIGS = frozenset(n for n in KAFKA_DYNAMIC_CONFIGS
                                  if n in BROKER_BY_NAME and n not in APPLIED_DYNAMIC_CONFIGS)
