@@ -93,9 +93,10 @@ def call(address: str, api_key: int, version: int, body: dict,
 
 def call_header_only(address: str, api_key: int, version: int, client_id: str = "conformance",
                      timeout_s: float = 10.0) -> dict | str:
-    """A request header (v1, or v2 for ApiVersions v3+) for ``api_key``/``version`` and no body, for versions nobody
-    can encode: the answer is read as an ApiVersions v0 response when it is one (Kafka answers
-    an unsupported ApiVersions version so), else reported by its length."""
+    """A request header (v1, or v2 for ApiVersions v3+) for ``api_key``/``version`` and no
+    body, for versions nobody can encode: the answer is read as an ApiVersions v0 response
+    when it is one (Kafka answers an unsupported ApiVersions version so), else reported by its
+    length."""
     correlation_id = next(_correlation)
     name = client_id.encode()
     payload = struct.pack(">hhih", api_key, version, correlation_id, len(name)) + name

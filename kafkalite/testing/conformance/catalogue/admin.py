@@ -113,6 +113,8 @@ def describe_scram_credentials(ctx: Context) -> object:
     """AdminClient.describe_user_scram_credentials of a user that has none."""
     client = clients.admin(ctx)
     futures = client.describe_user_scram_credentials([ctx.name("user")], request_timeout=10)
-    return {user == ctx.name("user") and "user": clients.outcome(f, ctx.timeout_s)
-            if isinstance(clients.outcome(f, ctx.timeout_s), dict) else "described"
-            for user, f in futures.items()}
+    out = {}
+    for user, future in futures.items():
+        result = clients.outcome(future, ctx.timeout_s)
+        out[user] = result if isinstance(result, dict) else "described"
+    return out

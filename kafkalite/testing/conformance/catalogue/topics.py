@@ -288,8 +288,8 @@ def describe_topics_admin(ctx: Context) -> object:
 def delete_topics(ctx: Context) -> object:
     """Deleting a topic, then an unknown one; Metadata once the deletion is done."""
     topic = clients.create_topic(ctx, "t", replication=2)
-    answer = raw.call(clients.controller_address(ctx), 20, 5, {"topic_names": [topic, ctx.name("none")],
-                                                 "timeout": 15000})
+    answer = raw.call(clients.controller_address(ctx), 20, 5, {
+        "topic_names": [topic, ctx.name("none")], "timeout": 15000})
     errors = sorted([r["name"], r["error_code"]] for r in answer["responses"])
     gone = clients.wait_for(
         lambda: _metadata(ctx, [topic])["topics"][0]["error_code"] != "NONE" and
