@@ -11,6 +11,7 @@ a TiB) and every one is removed at the end, leaving ``{"config":{}}`` znodes as 
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -19,9 +20,11 @@ from confluent_kafka.admin import (
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic,
 )
 
+from zk_schema import config as s_config
 from kafkalite.testing.apache_kafka import run_tool
 from kafkalite.testing.cluster import wait_until
 from kafkalite.testing.oracle_fixtures import SYSTEMS
+from kafkalite.zk import ZkClient
 
 pytestmark = [pytest.mark.integration]
 
@@ -150,6 +153,23 @@ def _check_cluster_default(admin: AdminClient, system, topic: str) -> None:
                       f"CONFIG:log.roll.ms={ROLL_MS}, DEFAULT_CONFIG:log.roll.hours=168}}"}
 
 
+def _check_znodes(system) -> None:
+    """Kafka's znodes: ``{"version":1,"config":{...}}`` per level, and a ``brokers/<id>`` /
+    ``brokers/<default>`` change notification for each."""
+    zk = ZkClient(system.zk_connect).start()
+    try:
+        stored = {level: json.loads(zk.get_data(s_config.broker_config_path(level))[0])
+                  for level in (1, None)}
+        paths = {n.entity_path for n in zk.get_config_change_notifications().values()}
+    finally:
+        zk.stop()
+    assert stored == {
+        1: {"version": 1, "config": {"log.retention.ms": RETENTION_MS,
+                                     "log.retention.bytes": RETENTION_BYTES}},
+        None: {"version": 1, "config": {"log.roll.ms": ROLL_MS}}}
+    assert {"brokers/1", "brokers/<default>"} <= paths
+
+
 def _restore(admin: AdminClient, system) -> None:
     _incremental(admin, "1", ("log.retention.ms", None, DELETE),
                  ("log.retention.bytes", None, DELETE))
@@ -172,6 +192,7 @@ def test_dynamic_broker_configs(system):
         _check_refusals(admin, system)
         _check_per_broker(admin, system)
         _check_cluster_default(admin, system, topic)
+        _check_znodes(system)
     finally:
         _restore(admin, system)
         admin.delete_topics([topic])[topic].result(30)
