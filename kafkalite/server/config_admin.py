@@ -46,7 +46,7 @@ Error codes, as Kafka 2.8 answers them unless noted:
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 from twisted.internet import defer
 
@@ -65,7 +65,7 @@ from kafkalite.config import (
     check_topic_config_name,
 )
 from kafkalite.config_dynamic import (
-    APPLIED_DYNAMIC_CONFIGS, KAFKA_DYNAMIC_CONFIGS, DynamicBrokerConfig,
+    APPLIED_DYNAMIC_CONFIGS, KAFKA_DYNAMIC_CONFIGS, DynamicBrokerConfig, render_value,
 )
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.server import dynamic_config
@@ -129,17 +129,8 @@ class DescribedResource(NamedTuple):
 
 # --- rendering values as Kafka prints them -----------------------------------------------------
 
-def render(definition: ConfigDef | None, value: Any) -> str | None:
-    """A parsed value as Kafka's ConfigDef.convertToString writes it (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value)
-    if definition is not None and definition.type == "double":
-        return repr(float(value))
-    return str(value)
+#: a parsed value as Kafka's ConfigDef.convertToString writes it (None stays None)
+render = render_value
 
 
 def _sensitive(definition: ConfigDef | None) -> bool:
