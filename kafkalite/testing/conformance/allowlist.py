@@ -85,16 +85,19 @@ ALLOWLIST: dict[str, str] = {
         "INVALID_GROUP_ID"),
     # --- configs -----------------------------------------------------------------------------
     "topic-config-names": (
-        "issue 23: topic configs Kafka 2.8 lists that kafkalite does not (replication "
-        "throttles, compaction lags, message.format.version, downconversion, preallocate, "
-        "segment.jitter.ms)"),
+        "issue 23: topic configs Kafka 2.8 lists that kafkalite does not: the replication "
+        "throttles, min/max.compaction.lag.ms, message.format.version, "
+        "message.downconversion.enable, message.timestamp.difference.max.ms (accepted at "
+        "creation, not listed), preallocate, segment.jitter.ms"),
     "topic-config-default-synonyms": (
-        "issue 24: a topic entry's synonyms list the broker's default (log.retention.hours, "
-        "log.roll.hours) in kafkalite; Kafka lists none there (and kafkalite lacks the "
-        "entries of issue 23's missing topic configs)"),
+        "issue 24: kafkalite lists log.retention.hours and log.roll.hours (their defaults) as "
+        "synonyms of retention.ms and segment.ms; Kafka's only broker synonyms there are "
+        "log.retention.ms and log.roll.ms, unset by default, so it lists none (the topic "
+        "configs kafkalite lacks, issue 23, show here too)"),
     "topic-config-overrides": (
-        "issue 24: an overridden topic config's synonym chain ends with the broker default "
-        "in kafkalite; Kafka's stops at the topic's and the broker's explicit settings"),
+        "issue 24: an overridden retention.ms's synonym chain ends with log.retention.hours "
+        "(default) in kafkalite; Kafka's broker synonym is log.retention.ms, unset, so its "
+        "chain is the topic's override alone"),
     "describe-configs-errors": (
         "issue 24: DescribeConfigs of an unknown topic carries an error message in kafkalite; "
         "Kafka's is empty"),
@@ -108,10 +111,12 @@ ALLOWLIST: dict[str, str] = {
         "sasl.mechanism.inter.broker.protocol, ssl.*.type, security.inter.broker.protocol, "
         "config types of listener maps and offsets.commit.required.acks)"),
     "broker-config-read-only": (
-        "issue 23: no dynamic broker configs: every broker config is read-only in kafkalite"),
+        "issue 23: the listener, SSL and SASL broker configs Kafka 2.8 changes at run time "
+        "(dynamic listeners, keystore and JAAS reloads) are read-only in kafkalite"),
     "broker-config-sensitive": (
         "issue 23: sensitive broker configs Kafka lists that kafkalite does not "
-        "(delegation-token keys, password encoder secrets, ZooKeeper TLS passwords)"),
+        "(delegation-token keys, password encoder secrets, ssl.truststore.password, ZooKeeper "
+        "TLS passwords; none leaks a value), and kafkalite's own zookeeper.auth.digest"),
     "alter-configs-bad-values": (
         "issue 24: a value a config cannot take is INVALID_REQUEST in Kafka's AlterConfigs "
         "and IncrementalAlterConfigs; kafkalite answers INVALID_CONFIG"),

@@ -42,6 +42,11 @@ def describe(ctx: Context, resource_type: int, name: str, keys: list[str] | None
                         for c in result["configs"]}}
 
 
+#: AclAuthorizer's settings: kafkalite lists them with the broker's, Kafka does not (the names
+#: scenario shows that); the value scenarios leave them out so that the values are compared
+_AUTHORIZER = {"allow.everyone.if.no.acl.found", "super.users", "zookeeper.auth.digest"}
+
+
 def _broker_address(ctx: Context, broker_id: int) -> str:
     md = clients.admin(ctx).list_topics(timeout=ctx.timeout_s)
     broker = md.brokers[broker_id]
@@ -155,10 +160,7 @@ def broker_config_defaults(ctx: Context) -> object:
                 "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
                 "zookeeper.session.timeout.ms", "controlled.shutdown.retry.backoff.ms",
                 "replica.fetch.backoff.ms", "default.replication.factor"}
-    # AclAuthorizer's settings: kafkalite lists them with the broker's, Kafka does not (the
-    # names scenario shows that); they are left out here so that the values are compared
-    authorizer = {"allow.everyone.if.no.acl.found", "super.users", "zookeeper.auth.digest"}
-    skip = _PER_CLUSTER | launcher | authorizer | set(_shared_settings())
+    skip = _PER_CLUSTER | launcher | _AUTHORIZER | set(_shared_settings())
     return {c.name: {k: v for k, v in configs[c.name].items() if k != "read_only"}
             for c in BROKER_CONFIGS if c.name not in skip and c.name in configs}
 
@@ -180,9 +182,14 @@ def broker_config_shared_settings(ctx: Context) -> object:
 
 @scenario("broker-config-read-only", "DescribeConfigs")
 def broker_config_read_only(ctx: Context) -> object:
-    """Which broker configs are read-only (those a broker cannot change at run time), for
-    every name listed."""
-    return {n: e["read_only"] for n, e in sorted(_broker_configs(ctx).items())}
+    """Which broker configs are read-only (those a broker cannot change at run time), for the
+    names of kafkalite's broker config table that Kafka 2.8 has too (the names one system
+    lists alone are broker-config-names' question)."""
+    from kafkalite.config import BROKER_CONFIGS
+
+    configs = _broker_configs(ctx)
+    return {c.name: configs[c.name]["read_only"] for c in BROKER_CONFIGS
+            if c.name in configs and c.name not in _AUTHORIZER}
 
 
 @scenario("broker-config-sensitive", "DescribeConfigs")
