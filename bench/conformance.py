@@ -26,21 +26,9 @@ from kafkalite.testing.conformance.catalogue import BY_NAME, SCENARIOS  # noqa: 
 from kafkalite.testing.conformance.clusters import AuthorizerPair  # noqa: E402
 from kafkalite.testing.conformance.runner import run_all  # noqa: E402
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS  # noqa: E402
-from kafkalite.testing.zookeeper import start_zookeeper, unique_chroot  # noqa: E402
-from kafkalite.zk import ZkClient  # noqa: E402
+from kafkalite.testing.zookeeper import create_chroots, start_zookeeper  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
-
-
-def _chroots(connect: str, *names: str) -> list[str]:
-    chroots = [unique_chroot(n) for n in names]
-    admin = ZkClient(connect, session_timeout_ms=30_000).start()
-    try:
-        for chroot in chroots:
-            admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-    return chroots
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = tempfile.mkdtemp(prefix="kafkalite-conformance-")
     started = time.monotonic()
     zookeeper = start_zookeeper(os.path.join(workdir, "zk"))
-    kl_root, ak_root = _chroots(zookeeper.connect_string, "kl-conformance", "ak-conformance")
+    kl_root, ak_root = create_chroots(zookeeper.connect_string, "kl-conformance", "ak-conformance")
     kafkalite = LocalCluster(f"{zookeeper.connect_string}{kl_root}", 3,
                              workdir=os.path.join(workdir, "kafkalite"),
                              overrides=dict(SHARED_SETTINGS), die_with_parent=signal.SIGKILL)

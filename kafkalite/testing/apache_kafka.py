@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from kafkalite.testing.cluster import BrokerExitedError, ClusterError, wait_until
 from kafkalite.testing.ports import free_port
-from kafkalite.testing.procs import parent_death_preexec
+from kafkalite.testing.procs import ChildProcess, parent_death_preexec
 
 KAFKA_VERSION = "2.8.2"
 ENV_HOME = "KAFKALITE_APACHE_KAFKA_HOME"
@@ -156,7 +156,7 @@ def run_tool(tool: str, *args: str, input: str | bytes | None = None, timeout_s:
 # --------------------------------------------------------------------------------- brokers
 
 @dataclass
-class KafkaBrokerProcess:
+class KafkaBrokerProcess(ChildProcess):
     broker_id: int
     port: int
     log_dir: str
@@ -167,21 +167,6 @@ class KafkaBrokerProcess:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self, n: int = 40) -> str:
-        try:
-            with open(self.log_path, errors="replace") as fh:
-                return "".join(fh.readlines()[-n:])
-        except OSError:
-            return ""
 
 
 # Settings every oracle broker gets, beside Kafka's own defaults. They mirror what kafkalite's test

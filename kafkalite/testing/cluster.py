@@ -33,7 +33,7 @@ from typing import Callable
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import decode_response, encode_request
 from kafkalite.testing.ports import free_port
-from kafkalite.testing.procs import Placement
+from kafkalite.testing.procs import ChildProcess, Placement
 
 
 class ClusterError(RuntimeError):
@@ -87,7 +87,7 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 
 @dataclass
-class BrokerProcess:
+class BrokerProcess(ChildProcess):
     broker_id: int
     port: int
     log_dir: str
@@ -104,21 +104,6 @@ class BrokerProcess:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self, n: int = 40) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
 
 
 @dataclass

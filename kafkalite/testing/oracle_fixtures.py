@@ -33,22 +33,29 @@ SHARED_SETTINGS: dict[str, Any] = {
 }
 
 
-def _chroot(zookeeper: Any, name: str) -> str:
-    from kafkalite.testing.zookeeper import unique_chroot
-    from kafkalite.zk import ZkClient
+def session_chroot(zookeeper: Any, name: str) -> str:
+    """A fresh chroot on the session's ZooKeeper, created, for a cluster that outlives a test."""
+    from kafkalite.testing.zookeeper import create_chroots
 
-    chroot = unique_chroot(name)
-    admin = ZkClient(zookeeper.connect_string, session_timeout_ms=30_000).start()
+    return create_chroots(zookeeper.connect_string, name)[0]
+
+
+def serve_cluster(request: pytest.FixtureRequest, cluster: Any) -> Iterator[Any]:
+    """Body of a fixture that owns ``cluster`` (kafkalite's or Kafka's): start it, yield it, stop
+    it; the brokers' log tails are printed when it failed to start or a test failed meanwhile."""
+    failed_before = request.session.testsfailed
     try:
-        admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-    return chroot
-
-
-def _print_logs_if_failed(request: pytest.FixtureRequest, failed_before: int, cluster: Any) -> None:
-    if request.session.testsfailed > failed_before:
+        cluster.start()
+    except BaseException:
         print(cluster.describe_logs())
+        cluster.stop()
+        raise
+    try:
+        yield cluster
+    finally:
+        if request.session.testsfailed > failed_before:
+            print(cluster.describe_logs())
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +63,7 @@ def apache_kafka(request: pytest.FixtureRequest, zookeeper: Any,
                  tmp_path_factory: Any) -> Iterator[Any]:
     from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
 
-    chroot = _chroot(zookeeper, "apache-kafka")
+    chroot = session_chroot(zookeeper, "apache-kafka")
     try:
         cluster = ApacheKafkaCluster(f"{zookeeper.connect_string}{chroot}", 3,
                                      workdir=str(tmp_path_factory.mktemp("apache-kafka")),
@@ -64,18 +71,7 @@ def apache_kafka(request: pytest.FixtureRequest, zookeeper: Any,
     except ApacheKafkaNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
     cluster.zk_chroot = chroot
-    failed_before = request.session.testsfailed
-    try:
-        cluster.start()
-    except BaseException:
-        print(cluster.describe_logs())
-        cluster.stop()
-        raise
-    try:
-        yield cluster
-    finally:
-        _print_logs_if_failed(request, failed_before, cluster)
-        cluster.stop()
+    yield from serve_cluster(request, cluster)
 
 
 @pytest.fixture(scope="session")
@@ -83,23 +79,12 @@ def shared_kafkalite(request: pytest.FixtureRequest, zookeeper: Any,
                      tmp_path_factory: Any) -> Iterator[Any]:
     from kafkalite.testing.cluster import LocalCluster
 
-    chroot = _chroot(zookeeper, "kl-shared")
+    chroot = session_chroot(zookeeper, "kl-shared")
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,
                            workdir=str(tmp_path_factory.mktemp("kafkalite-shared")),
                            overrides=dict(SHARED_SETTINGS))
     cluster.zk_chroot = chroot
-    failed_before = request.session.testsfailed
-    try:
-        cluster.start()
-    except BaseException:
-        print(cluster.describe_logs())
-        cluster.stop()
-        raise
-    try:
-        yield cluster
-    finally:
-        _print_logs_if_failed(request, failed_before, cluster)
-        cluster.stop()
+    yield from serve_cluster(request, cluster)
 
 
 @pytest.fixture(scope="session")

@@ -29,12 +29,14 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess  # noqa: F401 - named in ChildProcess's annotations
 import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Placement", "parent_death_preexec", "pid_start_time", "pid_alive", "wait_pids_gone"]
+__all__ = ["Placement", "ChildProcess", "parent_death_preexec", "pid_start_time", "pid_alive",
+           "wait_pids_gone"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -47,6 +49,29 @@ class Placement:
 
     host: str = "127.0.0.1"
     command_prefix: tuple[str, ...] = ()
+
+
+class ChildProcess:
+    """What a launcher's handle of one child process offers, given its ``process`` (a Popen or
+    None) and ``log_path`` (the file its output goes to): kafkalite's brokers and Kafka's."""
+
+    process: "subprocess.Popen | None"
+    log_path: str
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
 
 
 def parent_death_preexec(sig: int = signal.SIGTERM) -> Callable[[], None] | None:

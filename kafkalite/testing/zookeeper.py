@@ -310,3 +310,18 @@ def unique_chroot(prefix: str = "kl-test") -> str:
     """A fresh chroot path such as ``/kl-test-test_name-1a2b3c4d5e6f`` (not created here)."""
     clean = _CHROOT_SAFE.sub("-", prefix).strip("-.")[:60] or "kl"
     return f"/{clean}-{uuid.uuid4().hex[:12]}"
+
+
+def create_chroots(connect_string: str, *prefixes: str) -> list[str]:
+    """One fresh chroot per prefix on the ZooKeeper at ``connect_string`` (no chroot of its own),
+    created, for clusters that live longer than a test (session fixtures, benches)."""
+    from kafkalite.zk import ZkClient
+
+    chroots = [unique_chroot(prefix) for prefix in prefixes]
+    admin = ZkClient(connect_string, session_timeout_ms=30_000).start()
+    try:
+        for chroot in chroots:
+            admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+    return chroots

@@ -23,7 +23,6 @@ import pytest
 
 from kafkalite.protocol import messages as m
 from kafkalite.testing.cluster import LocalCluster, request, wait_until
-from kafkalite.testing.zookeeper import unique_chroot
 
 #: the codecs a Kafka v2 batch can carry, as clients name them, and their attribute ids
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -64,30 +63,14 @@ def module_cluster(request: pytest.FixtureRequest, zookeeper, tmp_path_factory,
 
     The brokers' log tails are printed at teardown when a test of the session failed meanwhile.
     """
-    from kafkalite.zk import ZkClient
+    from kafkalite.testing.oracle_fixtures import serve_cluster
+    from kafkalite.testing.zookeeper import create_chroots
 
-    chroot = unique_chroot(f"kl-{name}")
-    admin = ZkClient(zookeeper.connect_string, session_timeout_ms=30000).start()
-    try:
-        admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-    failed_before = request.session.testsfailed
+    [chroot] = create_chroots(zookeeper.connect_string, f"kl-{name}")
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,
                            workdir=str(tmp_path_factory.mktemp(name)),
                            overrides={**CLUSTER_OVERRIDES, **(overrides or {})})
-    try:
-        cluster.start()
-    except BaseException:
-        print(cluster.describe_logs())
-        cluster.stop()
-        raise
-    try:
-        yield cluster
-    finally:
-        if request.session.testsfailed > failed_before:
-            print(cluster.describe_logs())
-        cluster.stop()
+    yield from serve_cluster(request, cluster)
 
 
 def topic_ready(cluster: LocalCluster, topic: str, partitions: int,

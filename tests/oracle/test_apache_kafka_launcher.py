@@ -33,9 +33,9 @@ def test_kafka_tool_answers_with_apache_kafkas_version(apache_kafka):
 
 def test_killed_kafka_broker_restarts_and_rejoins_isr(zookeeper, tmp_path):
     """A cluster of its own: killing a broker of the shared oracle would disturb other tests."""
-    from kafkalite.testing.oracle_fixtures import _chroot
+    from kafkalite.testing.oracle_fixtures import session_chroot
 
-    chroot = _chroot(zookeeper, "apache-kafka-kill")
+    chroot = session_chroot(zookeeper, "apache-kafka-kill")
     with ApacheKafkaCluster(f"{zookeeper.connect_string}{chroot}", 2,
                             workdir=str(tmp_path)) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})

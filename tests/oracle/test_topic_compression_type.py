@@ -8,7 +8,6 @@ Fetch answers (kio's codecs, no client library between), the records through con
 
 from __future__ import annotations
 
-import socket
 import struct
 import uuid
 
@@ -18,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.protocol.kafka import codec as kafka_codec
 from kafkalite.testing.cluster import wait_until
+from kafkalite.testing.conformance.raw import send_frame
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 
 pytestmark = [pytest.mark.integration]
@@ -25,27 +25,15 @@ pytestmark = [pytest.mark.integration]
 LZ4 = 3
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    return bytes(data)
-
-
 def _stored_codecs(address: str, topic: str) -> list[int]:
     """The codec of every batch of ``topic``-0, from one raw Fetch v4 to its leader."""
-    host, port = address.rsplit(":", 1)
     payload = kafka_codec.encode_request(1, 4, 1, "conformance", {
         "replica_id": -1, "max_wait": 100, "min_bytes": 1, "max_bytes": 1 << 20,
         "isolation_level": 0, "topics": [{"topic": topic, "partitions": [{
             "partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (length,) = struct.unpack(">i", _read_exact(sock, 4))
-        _cid, body = kafka_codec.decode_response(1, 4, _read_exact(sock, length))
+    answer_frame = send_frame(address, payload, timeout_s=30)
+    assert answer_frame is not None, f"{address} closed the connection"
+    _cid, body = kafka_codec.decode_response(1, 4, answer_frame)
     [answer] = [p for t in body.responses for p in t.partitions]
     assert int(answer.error_code) == 0, answer
     records = bytes(answer.records or b"")

@@ -20,7 +20,7 @@ import pytest
 
 from kafkalite.testing import zk_layout
 from kafkalite.testing.cluster import LocalCluster
-from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, _chroot
+from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, session_chroot
 from kafkalite.testing.zk_layout_expected import EXPECTED_DIFFERENCES
 from kafkalite.testing.zk_layout_scenario import (
     ACL_GROUP, ACL_PREFIX, ACL_TOPIC, AUTHORIZER_SETTINGS, DELETED_TOPIC, SCENARIO, TOPIC, USER,
@@ -58,8 +58,8 @@ def layout_run(zookeeper, tmp_path_factory) -> LayoutRun:
     from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
 
     overrides = {**SHARED_SETTINGS, **AUTHORIZER_SETTINGS}
-    kl_connect = f"{zookeeper.connect_string}{_chroot(zookeeper, 'layout-kafkalite')}"
-    ak_connect = f"{zookeeper.connect_string}{_chroot(zookeeper, 'layout-kafka')}"
+    kl_connect = f"{zookeeper.connect_string}{session_chroot(zookeeper, 'layout-kafkalite')}"
+    ak_connect = f"{zookeeper.connect_string}{session_chroot(zookeeper, 'layout-kafka')}"
     kl_dir, ak_dir = (str(tmp_path_factory.mktemp(name)) for name in ("layout-kl", "layout-ak"))
     try:
         kafka = ApacheKafkaCluster(ak_connect, 3, workdir=ak_dir, overrides=overrides)

@@ -34,16 +34,9 @@ class AuthorizerPair:
     def __init__(self, zk_connect_base: str, workdir: str):
         from kafkalite.testing.apache_kafka import ApacheKafkaCluster
         from kafkalite.testing.cluster import LocalCluster
-        from kafkalite.testing.zookeeper import unique_chroot
-        from kafkalite.zk import ZkClient
+        from kafkalite.testing.zookeeper import create_chroots
 
-        chroots = [unique_chroot("kl-authorizer"), unique_chroot("ak-authorizer")]
-        admin = ZkClient(zk_connect_base, session_timeout_ms=30_000).start()
-        try:
-            for chroot in chroots:
-                admin.ensure_path(chroot)
-        finally:
-            admin.stop()
+        chroots = create_chroots(zk_connect_base, "kl-authorizer", "ak-authorizer")
         settings = authorizer_settings()
         self.kafkalite = LocalCluster(f"{zk_connect_base}{chroots[0]}", 1,
                                       workdir=os.path.join(workdir, "kafkalite-authorizer"),
