@@ -16,7 +16,8 @@ from kafkalite.security.acl import AclOperation as Op
 from kafkalite.security.acl import ResourceType as Res
 
 __all__ = ["Check", "API_CHECKS", "operation_for", "error_for", "FOLLOWER", "CONSUMER",
-           "SASL_APIS_BEFORE_AUTHENTICATION"]
+           "SASL_APIS_BEFORE_AUTHENTICATION", "SUPPORTED_OPERATIONS", "NOT_REQUESTED",
+           "bit_field"]
 
 FOLLOWER = "follower"     # a broker replicating (Fetch / OffsetForLeaderEpoch with a replica id)
 CONSUMER = "consumer"
@@ -57,8 +58,9 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     20: (Check(Op.DELETE, Res.TOPIC),),                                                  # DeleteTopics
     21: (Check(Op.DELETE, Res.TOPIC),),                                                  # DeleteRecords
     22: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.IDEMPOTENT_WRITE, Res.CLUSTER)),  # InitProducerId
-    23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER, FOLLOWER),                               # OffsetForLeaderEpoch
-         Check(Op.DESCRIBE, Res.TOPIC, CONSUMER)),
+    # OffsetForLeaderEpoch: ClusterAction on the cluster lets any caller through (it was an
+    # inter-broker API before KIP-320), else Describe on each topic
+    23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER), Check(Op.DESCRIBE, Res.TOPIC)),
     29: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeAcls
     30: (Check(Op.ALTER, Res.CLUSTER),),                                                 # CreateAcls
     31: (Check(Op.ALTER, Res.CLUSTER),),                                                 # DeleteAcls
@@ -69,11 +71,35 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups
     44: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # IncrementalAlterConfigs
     47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete
-    60: (),                                                                               # DescribeCluster
+    60: (Check(Op.DESCRIBE, Res.CLUSTER),),     # DescribeCluster: its authorized operations
 }
 
 #: what a SASL listener accepts before the client has authenticated (Kafka's rule)
 SASL_APIS_BEFORE_AUTHENTICATION = frozenset({17, 18, 36})
+
+
+#: the operations whose bits KIP-430's "authorized operations" report, per resource type (Kafka's
+#: AclEntry.supportedOperations); without an authorizer every one of them is reported
+SUPPORTED_OPERATIONS: dict[Res, tuple[Op, ...]] = {
+    Res.TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER,
+                Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE),
+    Res.CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
+                  Op.IDEMPOTENT_WRITE, Op.ALTER, Op.DESCRIBE),
+    Res.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
+    Res.DELEGATION_TOKEN: (Op.DESCRIBE,),
+}
+
+#: the authorized-operations field's value when the client did not ask (Int.MinValue)
+NOT_REQUESTED = -(1 << 31)
+
+
+def bit_field(operations) -> int:
+    """Bit ``code`` set for each operation (Kafka's Utils.to32BitField)."""
+    value = 0
+    for operation in operations:
+        value |= 1 << int(operation)
+    return value
 
 
 def operation_for(api_key: int, resource_type: Res, role: str | None = None) -> Op:

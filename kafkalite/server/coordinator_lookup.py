@@ -4,6 +4,8 @@ The coordinator of group g is the leader of ``__consumer_offsets`` partition
 ``abs(javaHash(g)) % offsets.topic.num.partitions``, as Kafka computes it. The first lookup
 creates the topic (Kafka creates it there too), and is answered COORDINATOR_NOT_AVAILABLE until
 the partition has a leader; clients retry. Transaction coordinators do not exist in kafkalite.
+A key type other than group (0) or transaction (1) is INVALID_REQUEST; the empty group id is
+looked up like any other.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ log = logging.getLogger(__name__)
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
+_INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
+
 
 class CoordinatorAddress(NamedTuple):
     error_code: int
@@ -37,12 +43,16 @@ def _not_available(message: str) -> CoordinatorAddress:
 def find_coordinator(broker, key: str, key_type: int = GROUP_KEY_TYPE,
                      listener_name: str | None = None) -> defer.Deferred:
     """A Deferred firing with the CoordinatorAddress of ``key``'s coordinator."""
-    if key_type != GROUP_KEY_TYPE:
+    if key_type == TRANSACTION_KEY_TYPE:
         return defer.succeed(_not_available(
             "kafkalite has no transaction coordinator: transactions are not supported"))
-    if not key:
-        return defer.succeed(CoordinatorAddress(errors.InvalidGroupIdError.code,
-                                                error_message="the group id is empty"))
+    if key_type != GROUP_KEY_TYPE:
+        # Kafka's CoordinatorType.forId refuses it; the answer carries INVALID_REQUEST's
+        # standard message, as Kafka's error response does
+        return defer.succeed(CoordinatorAddress(errors.InvalidRequestError.code,
+                                                error_message=_INVALID_REQUEST_MESSAGE))
+    # the empty group id has a coordinator too (partition 0, as javaHash("") is 0): Kafka 2.8
+    # keeps it for old clients' offset commits; JoinGroup and the like refuse it there
     store = getattr(broker, "offsets_store", None)
     if store is None:
         return defer.succeed(_not_available("this broker has no group coordinator"))

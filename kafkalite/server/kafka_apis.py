@@ -27,6 +27,8 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka.entities import millis
 from kafkalite.protocol.kafka.versions import supported_versions
+from kafkalite.security.acl import ResourceType
+from kafkalite.security.operations import NOT_REQUESTED
 from kafkalite.server import acl_apis
 from kafkalite.server import kafka_admin_apis as admin
 from kafkalite.server import kafka_group_apis as groups
@@ -34,7 +36,8 @@ from kafkalite.server.request_authz import RequestAuthz
 
 log = logging.getLogger(__name__)
 
-_NO_OPERATIONS = -(1 << 31)   # "authorized operations not requested"
+_NO_OPERATIONS = NOT_REQUESTED   # "authorized operations not requested"
+_TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
 
 
 def _then(result, convert):
@@ -118,20 +121,32 @@ class KafkaProtocolApis:
         else:
             names = [t.name for t in topics if t.name is not None]
         allow = getattr(request, "allow_auto_topic_creation", True)
+        authz = self._authz(connection)
         native = self.native.handle_metadata(
             m.MetadataRequest(topics=names, allow_auto_topic_creation=allow),
-            self._listener(connection), self._authz(connection))
+            self._listener(connection), authz)
+        # KIP-430 (v8+; the cluster's only up to v10, where the request can ask for it):
+        # refused topics keep "not requested", as Kafka answers them apart
+        cluster_operations = _NO_OPERATIONS
+        if getattr(request, "include_cluster_authorized_operations", False):
+            cluster_operations = authz.cluster_authorized_operations()
+        want_topic_operations = getattr(request, "include_topic_authorized_operations", False)
+
+        def topic_operations(t):
+            if not want_topic_operations or t.error_code == _TOPIC_DENIED:
+                return _NO_OPERATIONS
+            return authz.authorized_operations(ResourceType.TOPIC, t.name)
         return {
             "throttle_time": 0,
             "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                         for b in native.brokers],
             "cluster_id": native.cluster_id,
             "controller_id": native.controller_id,
-            "cluster_authorized_operations": _NO_OPERATIONS,
+            "cluster_authorized_operations": cluster_operations,
             "topics": [{
                 "error_code": t.error_code, "name": t.name, "topic_id": t.topic_id,
                 "is_internal": t.name.startswith("__"),
-                "topic_authorized_operations": _NO_OPERATIONS,
+                "topic_authorized_operations": topic_operations(t),
                 "partitions": [{
                     "error_code": p.error_code, "partition_index": p.partition,
                     "leader_id": p.leader, "leader_epoch": p.leader_epoch,
@@ -142,10 +157,13 @@ class KafkaProtocolApis:
 
     def describe_cluster(self, request, version, connection):
         brokers = self.metadata.broker_list(self._listener(connection))
+        operations = _NO_OPERATIONS
+        if request.include_cluster_authorized_operations:
+            operations = self._authz(connection).cluster_authorized_operations()
         return {"throttle_time": 0, "error_code": 0, "error_message": None,
                 "cluster_id": self.broker.cluster_id,
                 "controller_id": self.metadata.controller_id,
-                "cluster_authorized_operations": _NO_OPERATIONS,
+                "cluster_authorized_operations": operations,
                 "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
                              "rack": b.rack} for b in brokers]}
 

@@ -22,6 +22,8 @@ from kafkalite.coordinator.types import OffsetAndMetadata
 from kafkalite.protocol.kafka.entities import millis
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ResourceType
+from kafkalite.security.operations import NOT_REQUESTED
+from kafkalite.server.coordinator_lookup import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from kafkalite.server.coordinator_lookup import find_coordinator as lookup
 from kafkalite.server.request_authz import RequestAuthz
 
@@ -58,13 +60,18 @@ def _group_call(broker, unavailable: dict, call):
     return defer.maybeDeferred(call, coordinator)
 
 
+_KEY_RESOURCES = {GROUP_KEY_TYPE: (ResourceType.GROUP, _GROUP_DENIED),
+                  TRANSACTION_KEY_TYPE: (ResourceType.TRANSACTIONAL_ID,
+                                         errors.TransactionalIdAuthorizationFailedError.code)}
+
+
 def find_coordinator(broker, request, version, connection, listener_name):
-    key_type = getattr(request, "key_type", 0)
-    resource = ResourceType.GROUP if key_type == 0 else ResourceType.TRANSACTIONAL_ID
-    if not _authz(broker, connection).may(ApiKey.FIND_COORDINATOR, resource, request.key):
-        code = (_GROUP_DENIED if key_type == 0
-                else errors.TransactionalIdAuthorizationFailedError.code)
-        return {"throttle_time": 0, "error_code": code, "error_message": None, "node_id": -1,
+    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    # as Kafka: an unknown key type is checked against nothing; the lookup refuses it
+    resource, denied = _KEY_RESOURCES.get(key_type, (None, 0))
+    if resource is not None and not _authz(broker, connection).may(
+            ApiKey.FIND_COORDINATOR, resource, request.key):
+        return {"throttle_time": 0, "error_code": denied, "error_message": None, "node_id": -1,
                 "host": "", "port": -1}
     d = lookup(broker, request.key, key_type, listener_name)
     return d.addCallback(lambda a: {
@@ -223,16 +230,24 @@ def offset_fetch(broker, request, version, connection):
 
 
 def describe_groups(broker, request, version, connection):
+    authz = _authz(broker, connection)
+    want_operations = getattr(request, "include_authorized_operations", False)
+
+    def operations(g) -> int:
+        # KIP-430: only a group described without error reports them (Kafka's rule)
+        if not want_operations or g.error_code:
+            return NOT_REQUESTED
+        return authz.authorized_operations(ResourceType.GROUP, g.group_id)
+
     def answer(groups):
         return {"throttle_time": 0, "groups": [{
             "error_code": g.error_code, "group_id": g.group_id, "group_state": g.state,
             "protocol_type": g.protocol_type, "protocol_data": g.protocol,
-            "authorized_operations": -(1 << 31),
+            "authorized_operations": operations(g),
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "client_id": m.client_id, "client_host": m.client_host,
                          "member_metadata": m.metadata, "member_assignment": m.assignment}
                         for m in g.members]} for g in groups]}
-    authz = _authz(broker, connection)
     allowed, _ = authz.split(ApiKey.DESCRIBE_GROUPS, ResourceType.GROUP, request.groups)
     wanted = [g for g in request.groups if g in allowed]
     denied = [_unavailable_group(g, _GROUP_DENIED) for g in request.groups if g not in allowed]

@@ -21,7 +21,9 @@ from kafkalite.errors import ClusterAuthorizationFailedError, TopicAuthorization
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ANONYMOUS, CLUSTER_NAME, AclOperation, ResourceType
-from kafkalite.security.operations import CONSUMER, FOLLOWER, error_for, operation_for
+from kafkalite.security.operations import (
+    CONSUMER, FOLLOWER, SUPPORTED_OPERATIONS, bit_field, error_for, operation_for,
+)
 
 __all__ = ["RequestAuthz", "ALLOW_ALL", "gate_produce", "gate_fetch", "gate_list_offsets",
            "gate_offset_for_leader_epoch"]
@@ -86,6 +88,22 @@ class RequestAuthz:
                 f"{self.principal} is not authorized for "
                 f"{operation_for(api_key, ResourceType.CLUSTER, role).zk_name} on the cluster "
                 f"({ApiKey.name_of(api_key)})")
+
+    def authorized_operations(self, resource_type: ResourceType,
+                              name: str = CLUSTER_NAME) -> int:
+        """KIP-430's bit field of what the client may do to the resource: each operation Kafka
+        reports for the type, asked of the authorizer without logging (Kafka's
+        AuthHelper.authorizedOperations); without an authorizer, all of them."""
+        supported = SUPPORTED_OPERATIONS[resource_type]
+        return bit_field(op for op in supported
+                         if self.allowed(op, resource_type, name, log_denied=False))
+
+    def cluster_authorized_operations(self) -> int:
+        """Metadata's and DescribeCluster's cluster operations: 0 unless the client may
+        Describe the cluster (a logged check, as Kafka's)."""
+        if not self.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return 0
+        return self.authorized_operations(ResourceType.CLUSTER)
 
     def may_write_idempotently(self) -> bool:
         """InitProducerId without a transactional id: IdempotentWrite on the cluster, or Write
@@ -172,13 +190,13 @@ def gate_list_offsets(authz: RequestAuthz, request: m.ListOffsetsRequest, serve:
 
 def gate_offset_for_leader_epoch(authz: RequestAuthz, request: m.OffsetForLeaderEpochRequest,
                                  serve: Callable):
-    if not authz.enabled:
-        return serve(request)
-    if request.replica_id >= 0:
-        authz.require_cluster(ApiKey.OFFSET_FOR_LEADER_EPOCH, FOLLOWER)
+    """Kafka 2.8's rule, whatever the replica id: ClusterAction on the cluster (asked without
+    logging) serves every topic; else each topic needs Describe (KIP-320's consumers)."""
+    if not authz.enabled or authz.may(ApiKey.OFFSET_FOR_LEADER_EPOCH, ResourceType.CLUSTER,
+                                      log_denied=False):
         return serve(request)
     allowed, refused = authz.split(ApiKey.OFFSET_FOR_LEADER_EPOCH, ResourceType.TOPIC,
-                                   (t.topic for t in request.topics), CONSUMER)
+                                   (t.topic for t in request.topics))
     denied = [m.OffsetForLeaderEpochTopicResponse(t.topic, [
         m.OffsetForLeaderEpochPartitionResponse(p.partition, _TOPIC_DENIED)
         for p in t.partitions]) for t in request.topics if t.topic in refused]

@@ -1,7 +1,8 @@
 """FindCoordinator's broker side (server/coordinator_lookup.py) and its Kafka-protocol answer.
 
 The coordinator of a group is the leader of its ``__consumer_offsets`` partition; the first
-lookup creates the topic; until a leader is known the answer is COORDINATOR_NOT_AVAILABLE.
+lookup creates the topic; until a leader is known the answer is COORDINATOR_NOT_AVAILABLE. The
+empty group id is looked up like any other; an unknown key type is INVALID_REQUEST.
 librdkafka also needs FindCoordinator advertised to compress with LZ4 (see
 ``protocol.kafka.versions``).
 """
@@ -65,11 +66,16 @@ def test_the_first_lookup_creates_the_offsets_topic_and_asks_to_retry():
     assert broker.offsets_store.created == 1
 
 
-def test_no_leader_no_coordinator_transactions_and_empty_ids_are_refused():
+def test_no_leader_no_coordinator_transactions_and_unknown_key_types_are_refused():
     assert result(find_coordinator(broker_with(leader_of_7=-1), "billing")).error_code == 15
     assert result(find_coordinator(broker_with(leader_of_7=2), "billing", 1)).error_code == 15
-    assert result(find_coordinator(broker_with(leader_of_7=2), "")).error_code == 24
+    assert result(find_coordinator(broker_with(leader_of_7=2), "billing", 2)).error_code == 42
     assert result(find_coordinator(broker_with(store=False), "billing")).error_code == 15
+
+
+def test_the_empty_group_id_has_a_coordinator_as_in_kafka():
+    assert result(find_coordinator(broker_with(leader_of_7=2), ""))[:4] == (
+        0, 1, "10.0.0.1", 9092)
 
 
 def test_every_advertised_version_encodes_the_answer():
