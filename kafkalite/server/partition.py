@@ -286,18 +286,26 @@ class Partition:
                 last = epoch
 
     def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
-        """(epoch, end offset) for OffsetForLeaderEpoch: the start offset of the first epoch
-        after ``requested_epoch``, or the LEO if it is the latest (KIP-101/279)."""
-        if not self.epoch_starts:
+        """(epoch, end offset) for OffsetForLeaderEpoch, by the rules of Kafka's
+        LeaderEpochFileCache.endOffsetFor (KIP-101/279): the latest epoch ends at the LEO; an
+        earlier one at the start of the first epoch after it, answered with the largest known
+        epoch at or below it; one below every known epoch (its records were deleted) at the
+        first known epoch's start, answered with the requested epoch itself. No epoch asked
+        (-1), none known, or one above the latest: undefined (-1, -1) -- a follower then
+        truncates to its high watermark, which never cuts committed records."""
+        if requested_epoch < 0 or not self.epoch_starts:
             return (-1, -1)
-        if requested_epoch >= self.epoch_starts[-1][0]:
-            return (self.epoch_starts[-1][0], self.log_end_offset)
+        latest = self.epoch_starts[-1][0]
+        if requested_epoch == latest:
+            return (latest, self.log_end_offset)
+        if requested_epoch > latest:
+            return (-1, -1)
         chosen = None
         for index, (epoch, _start) in enumerate(self.epoch_starts):
             if epoch <= requested_epoch:
                 chosen = index
         if chosen is None:
-            return (-1, -1)
+            return (requested_epoch, self.epoch_starts[0][1])
         next_start = self.epoch_starts[chosen + 1][1]
         return (self.epoch_starts[chosen][0], next_start)
 
