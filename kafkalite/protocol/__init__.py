@@ -88,6 +88,7 @@ from kafkalite.protocol.messages import (
     OffsetForLeaderEpochTopicResponse,
     PartitionError,
     ProducePartitionResponse,
+    ProduceRecordError,
     ProduceRequest,
     ProduceResponse,
     Request,

@@ -439,12 +439,19 @@ class MetadataResponse(Response):
 # ================================================================================================
 
 
+class ProduceRecordError(NamedTuple):
+    """KIP-467: one record a refused batch was refused for (its index in the batch)."""
+    batch_index: Int32
+    message: str | None = None
+
+
 class ProducePartitionResponse(NamedTuple):
     error_code: Int16
     error_message: str | None = None
     base_offset: Int64 = -1
     log_append_time: Int64 = -1      # -1 = CreateTime topics
     log_start_offset: Int64 = -1
+    record_errors: list[ProduceRecordError] = []    # never mutated: a shared default is safe
 
 
 @_message(ApiKey.PRODUCE)

@@ -79,7 +79,8 @@ class BrokerService(service.MultiService):
             isr_change_callback=self._write_isr_change,
             become_follower_callback=self._become_follower,
             stop_follower_callback=self._stop_following,
-            leadership_callback=self._on_leadership_change)
+            leadership_callback=self._on_leadership_change,
+            partition_known=self.metadata_cache.contains_partition)
         # the 0.9+ group coordinator and its __consumer_offsets storage (DESIGN section 9)
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,

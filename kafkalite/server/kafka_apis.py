@@ -308,9 +308,15 @@ def _produce_response(native: m.ProduceResponse) -> dict:
     return {"throttle_time": 0, "responses": [{
         "name": topic,
         "partition_responses": [{
-            "index": index, "error_code": r.error_code, "error_message": r.error_message,
+            # Kafka sends an error message only with record errors (KIP-467); kafkalite's
+            # own wording of the other refusals stays on its native protocol
+            "index": index, "error_code": r.error_code,
+            "error_message": r.error_message if r.record_errors else None,
             "base_offset": r.base_offset, "log_append_time": r.log_append_time,
-            "log_start_offset": r.log_start_offset, "record_errors": []}
+            "log_start_offset": r.log_start_offset,
+            "record_errors": [{"batch_index": e.batch_index,
+                               "batch_index_error_message": e.message}
+                              for e in r.record_errors]}
             for index, r in partitions.items()],
     } for topic, partitions in native.responses.items()]}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from twisted.internet import defer, task
+from twisted.internet import task
 
 from kafkalite import errors
 from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartitionError,
@@ -24,8 +24,10 @@ from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartiti
 from kafkalite.log.dir_failure import normalize_dir
 from kafkalite.protocol import messages as m
 from kafkalite.server.delete_records import INTERNAL_TOPICS
+from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
+                                               DelayedProduce, error_text)
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
-from kafkalite.server.purgatory import DelayedOperation, Purgatory
+from kafkalite.server.purgatory import Purgatory
 
 log = logging.getLogger(__name__)
 
@@ -33,100 +35,12 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
 
-def _error_text(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, KafkaError) else f"{type(exc).__name__}: {exc}"
-
-
-class DelayedProduce(DelayedOperation):
-    """acks=all: wait until the HW of every written partition passes the appended records."""
-
-    def __init__(self, timeout_ms, manager: "ReplicaManager", pending: dict, results: dict):
-        super().__init__(timeout_ms)
-        self.manager = manager
-        self.pending = pending      # tp -> required offset (last offset + 1)
-        self.results = results      # topic -> {partition: ProducePartitionResponse}
-
-    def try_complete(self) -> bool:
-        for tp, required in list(self.pending.items()):
-            partition = self.manager.partitions.get(tp)
-            if partition is None:
-                self._fail(tp, self.manager.offline_error(*tp) or
-                           NotLeaderForPartitionError(f"{tp[0]}-{tp[1]} was removed"))
-                continue
-            done, error = partition.enough_replicas_for(
-                required, self.manager.topic_config(tp[0]).min_insync_replicas)
-            if done:
-                if error is not None:
-                    self._fail(tp, error)      # (drops tp from pending too)
-                self.pending.pop(tp, None)
-        return not self.pending
-
-    def _fail(self, tp, error) -> None:
-        self.results[tp[0]][tp[1]] = m.ProducePartitionResponse(
-            error_code=code_of(error), error_message=_error_text(error))
-        self.pending.pop(tp, None)
-
-    def on_complete(self, timed_out: bool):
-        for tp in list(self.pending):
-            self._fail(tp, errors.RequestTimedOutError(
-                f"{tp[0]}-{tp[1]}: the in-sync replicas did not acknowledge within the "
-                "request timeout"))
-        return m.ProduceResponse(responses=self.results)
-
-
-class DelayedFetch(DelayedOperation):
-    """A fetch that waits for min_bytes of new data or max_wait_ms."""
-
-    def __init__(self, timeout_ms, manager: "ReplicaManager", request: m.FetchRequest,
-                 bytes_so_far: int):
-        super().__init__(timeout_ms)
-        self.manager = manager
-        self.request = request
-        self.watermarks = self._positions()
-        self.bytes_so_far = bytes_so_far
-
-    def _positions(self):
-        positions = {}
-        for topic in self.request.topics:
-            for p in topic.partitions:
-                partition = self.manager.partitions.get((topic.topic, p.partition))
-                if partition is not None:
-                    positions[(topic.topic, p.partition)] = self._limit(partition)
-        return positions
-
-    def _limit(self, partition: Partition) -> int:
-        if self.request.replica_id >= 0:
-            return partition.log_end_offset
-        return partition.high_watermark
-
-    def try_complete(self) -> bool:
-        grown = 0
-        for tp, before in self.watermarks.items():
-            partition = self.manager.partitions.get(tp)
-            if partition is None or not partition.is_leader:
-                return True  # answer now with the error
-            now = self._limit(partition)
-            if now < before:
-                return True  # truncated: let the fetcher see it
-            if now > before:
-                grown += 1
-        if not grown:
-            return False
-        # estimate: any growth in a min_bytes=1 fetch completes; otherwise re-read sizes
-        if self.request.min_bytes <= 1:
-            return True
-        response, size = self.manager.read_fetch(self.request)
-        return size >= self.request.min_bytes
-
-    def on_complete(self, timed_out: bool):
-        return self.manager.read_fetch(self.request)[0]
-
-
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager, reactor, clock_ms: Callable[[], int],
                  topic_config, replica_lag_time_max_ms: int = 30000,
                  isr_change_callback=None, become_follower_callback=None,
-                 stop_follower_callback=None, leadership_callback=None):
+                 stop_follower_callback=None, leadership_callback=None,
+                 partition_known: Callable[[str, int], bool] | None = None):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.reactor = reactor
@@ -146,6 +60,9 @@ class ReplicaManager:
         # leadership_callback(tp, is_leader, leader_epoch) after LeaderAndIsr/StopReplica, for
         # the group coordinator (Kafka's onLeadershipChange); is_leader False also for removal
         self.leadership_callback = leadership_callback
+        # whether the metadata cache knows a partition (Kafka's metadataCache.contains): a
+        # partition known there but not hosted here answers NOT_LEADER_OR_FOLLOWER
+        self.partition_known = partition_known or (lambda topic, partition: False)
         self._isr_check = None
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -164,9 +81,22 @@ class ReplicaManager:
     def _partition_or_raise(self, topic: str, partition: int) -> Partition:
         found = self.partitions.get((topic, partition))
         if found is None:
-            raise self.offline_error(topic, partition) or UnknownTopicOrPartitionError(
-                f"broker {self.broker_id} does not host {topic}-{partition}")
+            raise self.not_hosted_error(topic, partition)
         return found
+
+    def not_hosted_error(self, topic: str, partition: int) -> KafkaError:
+        """The error for a partition this broker does not host (Kafka's getPartitionOrError):
+        KAFKA_STORAGE_ERROR in a failed log dir; NOT_LEADER_OR_FOLLOWER when the metadata
+        knows the partition (say, after a reassignment moved it: the client looks for the
+        leader again); else UNKNOWN_TOPIC_OR_PARTITION."""
+        offline = self.offline_error(topic, partition)
+        if offline is not None:
+            return offline
+        if self.partition_known(topic, partition):
+            return NotLeaderForPartitionError(
+                f"broker {self.broker_id} holds no replica of {topic}-{partition}")
+        return UnknownTopicOrPartitionError(
+            f"broker {self.broker_id} does not host {topic}-{partition}")
 
     def offline_error(self, topic: str, partition: int) -> KafkaStorageError | None:
         """The error for a partition whose log is in a failed dir (None if it is not)."""
@@ -359,12 +289,26 @@ class ReplicaManager:
                 except Exception as exc:  # noqa: BLE001 - answered per partition
                     if not isinstance(exc, KafkaError):
                         log.exception("append to %s-%d failed", topic, partition_id)
-                    topic_results[partition_id] = m.ProducePartitionResponse(
-                        error_code=code_of(exc), error_message=_error_text(exc))
+                    topic_results[partition_id] = self._refused_append(tp, exc)
         if not pending:
             return m.ProduceResponse(responses=results)
         operation = DelayedProduce(request.timeout_ms, self, pending, results)
         return self.produce_purgatory.try_complete_else_watch(operation, list(pending))
+
+    def _refused_append(self, tp, exc: BaseException) -> m.ProducePartitionResponse:
+        """A refused partition's answer, with the fields Kafka's appendToLocalLog sets: the log
+        start offset is left unset (-1) for the refusals it expects (not hosted, not leader,
+        too large, corrupt, storage, internal topic) and is the partition's otherwise; record
+        errors (KIP-467) come with a record validation failure."""
+        start = -1
+        if not isinstance(exc, NO_LOG_START_ERRORS):
+            hosted = self.partitions.get(tp)
+            start = hosted.log_start_offset if hosted is not None else -1
+        record_errors = [m.ProduceRecordError(index, text)
+                         for index, text in getattr(exc, "record_errors", ())]
+        return m.ProducePartitionResponse(error_code=code_of(exc),
+                                          error_message=error_text(exc),
+                                          log_start_offset=start, record_errors=record_errors)
 
     # --- fetch ----------------------------------------------------------------------------------
     def fetch(self, request: m.FetchRequest):

@@ -37,8 +37,8 @@ pytestmark = [pytest.mark.system]
 TOPIC = "unclean"
 UNCLEAN = "unclean.leader.election.enable"
 FAST_FAILURE = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 15000}
-# (Kafka 2.8 answers NOT_LEADER_OR_FOLLOWER from a broker that knows the partition but holds no
-# replica of it; kafkalite says UNKNOWN_TOPIC_OR_PARTITION: both are refusals clients retry)
+# (a broker that knows the partition but holds no replica of it answers NOT_LEADER_OR_FOLLOWER,
+# as Kafka 2.8; one whose metadata lags, UNKNOWN_TOPIC_OR_PARTITION: refusals clients retry)
 REFUSED = {NotLeaderForPartitionError.code, LeaderNotAvailableError.code,
            UnknownTopicOrPartitionError.code}
 

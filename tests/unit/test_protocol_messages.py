@@ -58,6 +58,7 @@ from kafkalite.protocol import (
     OffsetForLeaderEpochTopicResponse,
     PartitionError,
     ProducePartitionResponse,
+    ProduceRecordError,
     ProduceRequest,
     ProduceResponse,
     StopReplicaRequest,
@@ -472,7 +473,9 @@ def test_produce_request_roundtrip_hypothesis(acks, timeout, txid, data):
 
 @FAST
 @given(responses=st.dictionaries(names, st.dictionaries(int32, st.builds(
-    ProducePartitionResponse, int16, st.none() | names, int64, int64, int64), max_size=4), max_size=3))
+    ProducePartitionResponse, int16, st.none() | names, int64, int64, int64,
+    st.lists(st.builds(ProduceRecordError, int32, st.none() | names), max_size=2)),
+    max_size=4), max_size=3))
 def test_produce_response_roundtrip_hypothesis(responses):
     resp = ProduceResponse(responses=responses)
     assert decode_response(encode_response(3, resp)[4:], 0)[1] == resp

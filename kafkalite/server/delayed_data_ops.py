@@ -1,0 +1,112 @@
+"""The produce and fetch operations that wait in the ReplicaManager's purgatories: acks=all
+produces until the ISR has the records, long-poll fetches until enough data arrived, and the
+fields of a refused produce answer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkalite import errors
+from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartitionError,
+                              code_of)
+from kafkalite.protocol import messages as m
+from kafkalite.server.purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from kafkalite.server.partition import Partition
+    from kafkalite.server.replica_manager import ReplicaManager
+
+
+#: refusals Kafka's appendToLocalLog answers without the log start offset
+NO_LOG_START_ERRORS = (errors.UnknownTopicOrPartitionError, NotLeaderForPartitionError,
+                        errors.MessageTooLargeError, errors.RecordListTooLargeError,
+                        errors.CorruptRecordError, KafkaStorageError, errors.InvalidTopicError)
+
+
+def error_text(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, KafkaError) else f"{type(exc).__name__}: {exc}"
+
+
+class DelayedProduce(DelayedOperation):
+    """acks=all: wait until the HW of every written partition passes the appended records."""
+
+    def __init__(self, timeout_ms, manager: "ReplicaManager", pending: dict, results: dict):
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.pending = pending      # tp -> required offset (last offset + 1)
+        self.results = results      # topic -> {partition: ProducePartitionResponse}
+
+    def try_complete(self) -> bool:
+        for tp, required in list(self.pending.items()):
+            partition = self.manager.partitions.get(tp)
+            if partition is None:
+                self._fail(tp, self.manager.not_hosted_error(*tp))
+                continue
+            done, error = partition.enough_replicas_for(
+                required, self.manager.topic_config(tp[0]).min_insync_replicas)
+            if done:
+                if error is not None:
+                    self._fail(tp, error)      # (drops tp from pending too)
+                self.pending.pop(tp, None)
+        return not self.pending
+
+    def _fail(self, tp, error) -> None:
+        # as Kafka's DelayedProduce: only the error changes, the append's offsets stay
+        self.results[tp[0]][tp[1]] = self.results[tp[0]][tp[1]]._replace(
+            error_code=code_of(error), error_message=error_text(error))
+        self.pending.pop(tp, None)
+
+    def on_complete(self, timed_out: bool):
+        for tp in list(self.pending):
+            self._fail(tp, errors.RequestTimedOutError(
+                f"{tp[0]}-{tp[1]}: the in-sync replicas did not acknowledge within the "
+                "request timeout"))
+        return m.ProduceResponse(responses=self.results)
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch that waits for min_bytes of new data or max_wait_ms."""
+
+    def __init__(self, timeout_ms, manager: "ReplicaManager", request: m.FetchRequest,
+                 bytes_so_far: int):
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.request = request
+        self.watermarks = self._positions()
+        self.bytes_so_far = bytes_so_far
+
+    def _positions(self):
+        positions = {}
+        for topic in self.request.topics:
+            for p in topic.partitions:
+                partition = self.manager.partitions.get((topic.topic, p.partition))
+                if partition is not None:
+                    positions[(topic.topic, p.partition)] = self._limit(partition)
+        return positions
+
+    def _limit(self, partition: Partition) -> int:
+        if self.request.replica_id >= 0:
+            return partition.log_end_offset
+        return partition.high_watermark
+
+    def try_complete(self) -> bool:
+        grown = 0
+        for tp, before in self.watermarks.items():
+            partition = self.manager.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                return True  # answer now with the error
+            now = self._limit(partition)
+            if now < before:
+                return True  # truncated: let the fetcher see it
+            if now > before:
+                grown += 1
+        if not grown:
+            return False
+        # estimate: any growth in a min_bytes=1 fetch completes; otherwise re-read sizes
+        if self.request.min_bytes <= 1:
+            return True
+        response, size = self.manager.read_fetch(self.request)
+        return size >= self.request.min_bytes
+
+    def on_complete(self, timed_out: bool):
+        return self.manager.read_fetch(self.request)[0]
