@@ -71,6 +71,10 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0), "message.max.bytes"),
     ConfigDef("message.timestamp.type", "string", "CreateTime", "which timestamp the log keeps",
               one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+    ConfigDef("message.timestamp.difference.max.ms", "long", LONG_MAX, "CreateTime topics "
+              "refuse a batch holding a record timestamped further than this from the leader's "
+              "clock (INVALID_TIMESTAMP)", at_least(0),
+              "log.message.timestamp.difference.max.ms"),
     ConfigDef("compression.type", "string", "producer", "codec of the stored batches: "
               "'producer' keeps each batch as its producer compressed it",
               compression_type, "compression.type"),
@@ -156,6 +160,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "points are checkpointed", at_least(0)),
     ConfigDef("log.message.timestamp.type", "string", "CreateTime", "CreateTime or "
               "LogAppendTime", one_of("CreateTime", "LogAppendTime")),
+    ConfigDef("log.message.timestamp.difference.max.ms", "long", LONG_MAX, "largest difference "
+              "between a CreateTime record's timestamp and the broker's clock", at_least(0)),
     ConfigDef("log.segment.delete.delay.ms", "long", 60000, "delay before deleting files",
               at_least(0)),
     ConfigDef("log.cleaner.delete.retention.ms", "long", D, "tombstone retention", at_least(0)),
@@ -301,6 +307,15 @@ def _parse_broker(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str],
     return parsed, no_effect, unknown
 
 
+def _as_given(value: Any) -> str:
+    """A given value as a properties file would hold it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
 def check_topic_config_name(name: str) -> None:
     """ConfigError (INVALID_CONFIG on the wire) unless ``name`` is a Kafka topic config
     (applied or accepted without effect), worded as Kafka's, naming the closest known name."""
@@ -352,19 +367,22 @@ class BrokerConfig(_BrokerConfigBase):
     no_effect_keys: tuple = field(default=(), compare=False, repr=False)
     #: keys given that neither Kafka 2.8 nor kafkalite knows (warned about, as Kafka does)
     unknown_keys: tuple = field(default=(), compare=False, repr=False)
+    #: every key given, as given (Kafka's ``originals``: DescribeConfigs lists them all)
+    given_values: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], strict: bool = True) -> "BrokerConfig":
         """The config of ``values`` (Kafka's names). A bad value of a known key raises
         ConfigError; Kafka's keys without effect in kafkalite and unknown keys are accepted and
         named by ``startup_notes`` (``strict`` is kept for callers; it changes nothing here)."""
+        given = {str(k): _as_given(v) for k, v in values.items()}
         overrides, values, listener_no_effect = split_listener_overrides(values, BROKER_BY_NAME)
         parsed, no_effect, unknown = _parse_broker(values)
         derive_listeners(parsed, values)
         config = cls(**parsed, static_keys=frozenset(k for k in values if k in BROKER_BY_NAME),
                      listener_overrides=overrides,
                      no_effect_keys=tuple(no_effect + listener_no_effect),
-                     unknown_keys=tuple(unknown))
+                     unknown_keys=tuple(unknown), given_values=given)
         config.validate()
         return config
 

@@ -145,36 +145,74 @@ def is_read_only(name: str) -> bool:
 _KAFKA_NUMBER_TYPES = {"int": "INT", "long": "LONG", "double": "DOUBLE"}
 
 
-def _kafka_reason(definition, raw: str) -> str:
-    """Why Kafka's ConfigDef refuses ``raw``, in its words (kafkalite's validator words when
-    there is no counterpart)."""
+def _java_number(value) -> str:
+    """A parsed number as Java's toString prints it (a DOUBLE 7 is 7.0)."""
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def _kafka_parse_error(kafka_type: str, raw: str) -> str | None:
+    """Kafka's ConfigDef.parseType refusal of ``raw``, or None when the type accepts it."""
     text = raw.strip()
-    if definition.type in _KAFKA_NUMBER_TYPES:
+    if kafka_type in _KAFKA_NUMBER_TYPES:
         try:
-            float(text) if definition.type == "double" else int(text)
+            float(text) if kafka_type == "double" else int(text)
         except ValueError:
-            return f"Not a number of type {_KAFKA_NUMBER_TYPES[definition.type]}"
-    if definition.type == "boolean" and text.lower() not in ("true", "false"):
+            return f"Not a number of type {_KAFKA_NUMBER_TYPES[kafka_type]}"
+    if kafka_type == "boolean" and text.lower() not in ("true", "false"):
         return "Expected value to be either true or false"
+    return None
+
+
+def _kafka_validator_error(definition, raw: str) -> tuple[str, str]:
+    """(the value as Kafka prints it, why its validator refuses it), in Kafka's words: Range
+    ("Value must be at least 14", "Value must be no more than 1"), ValidString ("String must
+    be one of: ..." in the definition's order), ValidList (the same, for the first element
+    that is not allowed; Kafka's one list, cleanup.policy, names them sorted)."""
     allowed = definition.validator.allowed if definition.validator else ""
-    for prefix, words in (("a number >= ", "Value must be at least "),):
-        if allowed.startswith(prefix):
-            return words + allowed[len(prefix):]
-    for prefix in ("one of ", "a comma-separated list of "):
-        if allowed.startswith(prefix):
-            choices = sorted(c.strip() for c in allowed[len(prefix):].split(","))
-            return f"String must be one of: {', '.join(choices)}"
-    return f"allowed is {allowed}" if allowed else "invalid value"
+    if allowed.startswith("a number"):
+        value = _PARSE_NUMBER[definition.type](raw.strip())
+        shown = _java_number(value)
+        if allowed.startswith("a number >= "):
+            return shown, "Value must be at least " + allowed[len("a number >= "):]
+        low, high = allowed[len("a number in ["):-1].split(", ")
+        if value < float(low):
+            return shown, f"Value must be at least {low}"
+        return shown, f"Value must be no more than {high}"
+    if allowed.startswith("one of "):
+        return raw.strip(), f"String must be one of: {allowed[len('one of '):]}"
+    prefix = "a comma-separated list of "
+    if allowed.startswith(prefix):
+        choices = sorted(c.strip() for c in allowed[len(prefix):].split(","))
+        items = [item.strip() for item in raw.split(",") if item.strip()]
+        bad = next((item for item in items if item not in choices), raw.strip())
+        return bad, f"String must be one of: {', '.join(choices)}"
+    return raw, f"allowed is {allowed}" if allowed else "invalid value"
+
+
+_PARSE_NUMBER = {"int": int, "long": int, "double": float}
+
+
+def check_kafka_type(name: str, kafka_type: str, raw: str) -> None:
+    """ConfigError worded as Kafka's unless ``raw`` parses as Kafka's ``kafka_type`` (for the
+    configs kafkalite accepts without effect: their values are checked no further)."""
+    reason = _kafka_parse_error(kafka_type, raw)
+    if reason is not None:
+        raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}")
 
 
 def check_value(definition, raw: str) -> None:
-    """ConfigError worded as Kafka's ("Invalid value abc for configuration log.retention.ms:
-    Not a number of type LONG") unless the table's definition accepts ``raw``."""
+    """ConfigError worded as Kafka's ConfigException ("Invalid value abc for configuration
+    log.retention.ms: Not a number of type LONG") unless the table's definition accepts
+    ``raw``."""
     try:
         definition.parse(raw)
     except ConfigError:
-        raise ConfigError(f"Invalid value {raw} for configuration {definition.name}: "
-                          f"{_kafka_reason(definition, raw)}") from None
+        reason = _kafka_parse_error(definition.type, raw)
+        shown = raw
+        if reason is None:
+            shown, reason = _kafka_validator_error(definition, raw)
+        raise ConfigError(f"Invalid value {shown} for configuration {definition.name}: "
+                          f"{reason}") from None
 
 
 def validate_dynamic(configs: Mapping[str, str], per_broker: bool) -> None:

@@ -14,7 +14,7 @@
 Output is kafka-configs' own::
 
     Dynamic configs for topic t are:
-      retention.ms=60000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=60000, DEFAULT_CONFIG:log.retention.hours=168}
+      retention.ms=60000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=60000}
     Completed updating config for topic t.
 
 ``--describe`` lists only the entity's own (dynamic) configs; with ``--all`` every config with

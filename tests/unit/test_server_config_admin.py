@@ -7,7 +7,7 @@ import pytest
 from twisted.internet import defer
 
 from kafkalite import errors
-from kafkalite.config import BrokerConfig, ConfigDef
+from kafkalite.config import BrokerConfig
 from kafkalite.server import config_admin as ca
 
 TOPIC, BROKER, LOGGER = ca.RESOURCE_TOPIC, ca.RESOURCE_BROKER, ca.RESOURCE_BROKER_LOGGER
@@ -83,13 +83,25 @@ def test_topic_defaults_come_from_the_table_with_kafkas_sources():
         "delete.retention.ms": "86400000", "min.cleanable.dirty.ratio": "0.5",
         "flush.messages": "9223372036854775807", "flush.ms": "9223372036854775807",
         "segment.ms": "604800000", "retention.bytes": "-1",
+        # Kafka's topic configs kafkalite accepts without effect, with Kafka's defaults
+        "message.format.version": "2.8-IV1", "preallocate": "false", "segment.jitter.ms": "0",
+        "message.downconversion.enable": "true", "min.compaction.lag.ms": "0",
+        "max.compaction.lag.ms": "9223372036854775807",
+        "message.timestamp.difference.max.ms": "9223372036854775807",
+        "leader.replication.throttled.replicas": "",
+        "follower.replication.throttled.replicas": "",
     }
     assert {name: configs[name].value for name in expected} == expected
+    assert len(configs) == 26                                   # Kafka 2.8's LogConfig names
+    assert configs["message.format.version"].synonyms == [
+        ("log.message.format.version", "2.8-IV1", 5)]
     for c in res.configs:
         assert c.config_source == ca.DEFAULT_CONFIG and not c.read_only and not c.is_sensitive
         assert c.documentation is None
     assert configs["cleanup.policy"].synonyms == [("log.cleanup.policy", "delete", 5)]
-    assert configs["retention.ms"].synonyms == [("log.retention.hours", "168", 5)]
+    # Kafka's dropWhile: log.retention.ms (unset) is retention.ms's broker synonym, so the
+    # default log.retention.hours=168 is no synonym of it (nor log.roll.hours of segment.ms)
+    assert configs["retention.ms"].synonyms == [] and configs["segment.ms"].synonyms == []
     assert configs["flush.ms"].synonyms == []             # log.flush.interval.ms has no default
     assert configs["max.message.bytes"].synonyms == [("message.max.bytes", "1048588", 5)]
     types = {name: configs[name].config_type for name in
@@ -107,28 +119,33 @@ def test_topic_override_then_static_broker_then_default():
     configs = by_name(res.configs)
     retention = configs["retention.ms"]
     assert (retention.value, retention.config_source) == ("1000", ca.DYNAMIC_TOPIC_CONFIG)
-    assert retention.synonyms == [("retention.ms", "1000", 1),
-                                  ("log.retention.hours", "2", 4),
-                                  ("log.retention.hours", "168", 5)]
+    assert retention.synonyms == [("retention.ms", "1000", 1)]    # Kafka's dropWhile
     assert configs["cleanup.policy"].value == "compact,delete"
     segment = configs["segment.bytes"]
     assert (segment.value, segment.config_source) == ("1048576", ca.STATIC_BROKER_CONFIG)
     assert segment.synonyms == [("log.segment.bytes", "1048576", 4),
                                 ("log.segment.bytes", "1073741824", 5)]
     assert configs["segment.bytes"].documentation        # include_documentation
-    # u has no overrides: the broker's log.retention.hours decides, shown as such
-    [res_u] = result(ca.describe_configs(broker, [(TOPIC, "u", None)], False, False))
+    # u has no overrides: the broker's log.retention.hours decides the value, but Kafka 2.8
+    # reports it as DEFAULT_CONFIG: only a set log.retention.ms is retention.ms's synonym
+    [res_u] = result(ca.describe_configs(broker, [(TOPIC, "u", None)], True, False))
     retention_u = by_name(res_u.configs)["retention.ms"]
     assert (retention_u.value, retention_u.config_source, retention_u.synonyms) == \
-        ("7200000", ca.STATIC_BROKER_CONFIG, [])
+        ("7200000", ca.DEFAULT_CONFIG, [])
+    broker_ms = FakeBroker(**{"log.retention.ms": "5000"})
+    [res_ms] = result(ca.describe_configs(broker_ms, [(TOPIC, "u", None)], True, False))
+    assert by_name(res_ms.configs)["retention.ms"].synonyms == [
+        ("log.retention.ms", "5000", 4), ("log.retention.hours", "168", 5)]
 
 
 def test_topic_keys_filter_unknown_overrides_and_bad_values():
     broker = FakeBroker({"retention.ms": "soon", "some.future.config": "x"})
     [res] = result(ca.describe_configs(
         broker, [(TOPIC, "t", ["retention.ms", "some.future.config", "no.such"])], True, False))
-    assert [(c.name, c.value, c.config_source, c.config_type) for c in res.configs] == [
-        ("retention.ms", "soon", 1, 5), ("some.future.config", "x", 1, 0)]
+    # a name Kafka does not define has no type: sensitive, its value hidden (maybeSensitive)
+    assert [(c.name, c.value, c.config_source, c.config_type, c.is_sensitive)
+            for c in res.configs] == [("retention.ms", "soon", 1, 5, False),
+                                      ("some.future.config", None, 1, 0, True)]
     [everything] = result(ca.describe_configs(broker, [(TOPIC, "t", [])], False, False))
     assert len(everything.configs) > 15                   # [] means every config too
 
@@ -138,7 +155,9 @@ def test_topic_errors():
     res = result(ca.describe_configs(broker, [(TOPIC, "missing", None), (TOPIC, "bad/name", None),
                                               (TOPIC, "t", None)], False, False))
     assert [r.error_code for r in res] == [3, 17, 0]
-    assert res[0].configs == [] and "missing" in res[0].error_message
+    # Kafka answers an unknown topic with the code alone, a bad name with its exception's text
+    assert (res[0].configs, res[0].error_message) == ([], None)
+    assert "bad/name" in res[1].error_message
 
 
 # --- DescribeConfigs: brokers and loggers ----------------------------------------------------------
@@ -159,27 +178,37 @@ def test_broker_resource_is_this_brokers_config():
     assert own["log.retention.hours"].synonyms == [("log.retention.hours", "5", 4),
                                                    ("log.retention.hours", "168", 5)]
     assert own["num.partitions"].config_source == ca.DEFAULT_CONFIG
+    # Kafka's configs kafkalite accepts without effect: listed with Kafka's type and default
+    threads = own["num.io.threads"]
+    assert (threads.value, threads.config_type, threads.read_only, threads.config_source) == \
+        ("8", 3, False, ca.DEFAULT_CONFIG)
+    assert own["offsets.commit.required.acks"].config_type == 4          # SHORT, as Kafka
+    assert own["listener.security.protocol.map"].config_type == 2        # STRING, as Kafka
+    assert (own["delegation.token.master.key"].value,
+            own["delegation.token.master.key"].is_sensitive) == (None, True)
+    # the authorizer's settings and kafkalite's own are not listed unless given
+    assert not {"super.users", "allow.everyone.if.no.acl.found", "zookeeper.auth.digest",
+                "process.roles"} & set(own)
     assert (res[1].error_code, res[1].configs) == (0, [])      # cluster default: none
     assert res[2].error_code == errors.InvalidRequestError.code
     assert "expected 1 or empty string" in res[2].error_message
     assert res[3].error_code == errors.InvalidRequestError.code
 
 
-def test_sensitive_values_are_hidden(monkeypatch):
-    secret = ConfigDef("ssl.key.password", "password", None, "the key's password")
-
-    class Config:
-        def get(self, name):
-            return "hunter2"
-
-        def is_static(self, name):
-            return True
-
-    monkeypatch.setattr(ca, "BROKER_CONFIGS", (secret,))
-    monkeypatch.setattr(ca, "BROKER_BY_NAME", {secret.name: secret})
-    [entry] = ca.describe_broker_config(Config(), None, True)
+def test_sensitive_values_are_hidden():
+    broker = FakeBroker(**{"ssl.key.password": "hunter2", "super.users": "User:admin",
+                           "allow.everyone.if.no.acl.found": "true"})
+    [res] = result(ca.describe_configs(broker, [(BROKER, "1", None)], True, False))
+    own = by_name(res.configs)
+    entry = own["ssl.key.password"]
     assert (entry.value, entry.is_sensitive, entry.config_type) == (None, True, 9)
     assert entry.synonyms == [("ssl.key.password", None, ca.STATIC_BROKER_CONFIG)]
+    # AclAuthorizer's settings are no KafkaConfig's: listed because given (Kafka's originals),
+    # with no type, so sensitive
+    for name in ("super.users", "allow.everyone.if.no.acl.found"):
+        assert (own[name].value, own[name].is_sensitive, own[name].config_type,
+                own[name].config_source) == (None, True, 0, ca.STATIC_BROKER_CONFIG)
+    assert "zookeeper.auth.digest" not in own
 
 
 def test_broker_logger_resource():
@@ -215,12 +244,19 @@ def test_alter_configs_validates_and_answers_per_resource():
         (TOPIC, "u", {"retention.ms": "5"}),
     ], validate_only=True))
     codes = [(code, message) for _t, _n, code, message in out]
-    assert codes[0][0] == errors.InvalidConfigError.code and "retention.ms" in codes[0][1]
-    assert "soon" in codes[0][1]
-    assert codes[1][0] == errors.InvalidConfigError.code and "no.such.config" in codes[1][1]
+    # a value a topic config cannot take: Kafka's ConfigException, as its AlterConfigs wraps it
+    assert codes[0] == (errors.InvalidRequestError.code,
+                        "Invalid config value for resource ConfigResource(type=TOPIC, name='t'): "
+                        "Invalid value soon for configuration retention.ms: Not a number of "
+                        "type LONG")
+    assert codes[1] == (errors.InvalidConfigError.code, "Unknown topic config name: "
+                                                        "no.such.config")
     assert codes[2][0] == errors.InvalidRequestError.code
     assert codes[3][0] == errors.UnknownTopicOrPartitionError.code
-    assert codes[4][0] == errors.InvalidConfigError.code and "min.insync.replicas" in codes[4][1]
+    assert codes[4] == (errors.InvalidRequestError.code,
+                        "Invalid config value for resource ConfigResource(type=TOPIC, name='u'): "
+                        "Invalid value 0 for configuration min.insync.replicas: Value must be "
+                        "at least 1")
     assert codes[5] == (errors.InvalidRequestError.code,
                         "Invalid config value for resource ConfigResource(type=BROKER, name='1'): "
                         "Cannot update these configs dynamically: Set(log.retention.hours)")
@@ -249,8 +285,16 @@ def test_apply_incremental_rules():
     assert ca.apply_incremental({"cleanup.policy": "compact"},
                                 [("cleanup.policy", ca.OP_APPEND, "compact,delete")],
                                 config) == {"cleanup.policy": "compact,delete"}
-    with pytest.raises(errors.InvalidConfigError, match="not a list"):
+    with pytest.raises(errors.InvalidRequestError, match="Config value append is not allowed "
+                                                          "for config key: retention.ms$"):
         ca.apply_incremental({}, [("retention.ms", ca.OP_APPEND, "1")], config)
+    with pytest.raises(errors.InvalidConfigError, match="Unknown topic config name"):
+        ca.apply_incremental({}, [("no.such", ca.OP_SUBTRACT, "1")], config)
+    # a list config kafkalite accepts without effect is a list in Kafka: APPEND works on it,
+    # starting from LogConfig's default
+    assert ca.apply_incremental({}, [("leader.replication.throttled.replicas", ca.OP_APPEND,
+                                      "0:1")], config) == {
+        "leader.replication.throttled.replicas": "0:1"}
     with pytest.raises(errors.InvalidRequestError, match="duplicate"):
         ca.apply_incremental({}, [("retention.ms", ca.OP_SET, "1"),
                                   ("retention.ms", ca.OP_DELETE, None)], config)
@@ -269,7 +313,9 @@ def test_incremental_errors_and_brokers():
         (BROKER, "x", [("log.retention.hours", ca.OP_SET, "1")]),
         (TOPIC, "missing", [("retention.ms", ca.OP_SET, "1")]),
     ], False))
-    assert [code for *_rest, code, _message in out] == [40, 40, 42, 42, 3]
+    assert [code for *_rest, code, _message in out] == [42, 42, 42, 42, 3]
+    assert out[0][3].endswith(": Invalid value -5 for configuration retention.ms: Value must "
+                              "be at least -1")
     assert out[2][3].endswith("Cannot update these configs dynamically: Set(log.retention.hours)")
     assert broker.tzk.writes == []
 
