@@ -92,8 +92,7 @@ KAFKA_DYNAMIC_CONFIGS = frozenset(
 PER_BROKER_CONFIGS = frozenset(_SSL_RECONFIGURABLE + _LISTENER_RECONFIGURABLE) \
     - frozenset(_CLUSTER_LEVEL_LISTENER)
 #: what kafkalite changes at run time: the broker defaults of its topic configs, and
-#: log.cleaner.backoff.ms (in the table, but kafkalite compacts on the retention tick: no effect
-#: either way)
+#: log.cleaner.backoff.ms (the log cleaner's wait, read again before each of its passes)
 APPLIED_DYNAMIC_CONFIGS = (frozenset(
     d.topic_name for d in TOPIC_CONFIGS if d.topic_name in BROKER_BY_NAME
 ) | {"log.cleaner.backoff.ms"}) & KAFKA_DYNAMIC_CONFIGS

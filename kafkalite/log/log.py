@@ -811,6 +811,10 @@ class Log:
                                batches)
             cleaned.seal()
             cleaned.flush()
+            # the copy keeps the old file's mtime, as Kafka's cleaner does: retention times a
+            # segment left empty by its mtime, which must not restart at every compaction
+            modified = os.stat(old.log_path).st_mtime_ns
+            os.utime(cleaned.log_path, ns=(modified, modified))
             cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
             fsync_dir(self.dir)
         except BaseException:

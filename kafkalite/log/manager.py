@@ -4,10 +4,14 @@ A Twisted ``Service``. ``startService`` loads each data dir: it notes (and remov
 ``.kafka_cleanshutdown`` marker, reads ``recovery-point-offset-checkpoint``,
 ``log-start-offset-checkpoint`` and ``replication-offset-checkpoint``, and opens every
 ``<topic>-<partition>`` directory as a Log -- recovering logs past their recovery point when the
-marker was absent. Then three ``LoopingCall``s run on the injected reactor:
+marker was absent. Then four tasks run on the injected reactor:
 
-* retention (``log.retention.check.interval.ms``): compaction for ``compact`` topics, then
-  ``delete_old_segments`` and removal of ``.deleted`` files whose delay passed;
+* retention (``log.retention.check.interval.ms``): ``delete_old_segments`` of the logs that are
+  not compacted, and removal of ``.deleted`` files whose delay passed;
+* the cleaner (every ``log.cleaner.backoff.ms``, read again each time, as Kafka's log cleaner
+  backs off between passes): compaction of ``compact`` logs, then their ``delete_old_segments``
+  (retention for ``compact,delete``; the log start offset for all), as Kafka's cleaner owns
+  the retention of compacted logs;
 * flush (``log.flush.scheduler.interval.ms``): ``Log.maybe_flush`` -- rolled segments, and
   ``flush.ms``;
 * checkpoint (``log.flush.offset.checkpoint.interval.ms``): recovery points and log start
@@ -68,6 +72,7 @@ class LogManager(service.Service):
                  retention_check_interval_ms: int = 300_000,
                  flush_check_interval_ms: int = 1000,
                  checkpoint_interval_ms: int = 60_000,
+                 cleaner_backoff_ms: int = 15_000,
                  topic_configs: Mapping[str, object] | None = None,
                  log_dir_failure_channel: LogDirFailureChannel | None = None):
         self.data_dirs = [normalize_dir(d) for d in data_dirs]
@@ -85,6 +90,8 @@ class LogManager(service.Service):
         self.retention_check_interval_ms = retention_check_interval_ms
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.cleaner_backoff_ms = cleaner_backoff_ms   # dynamic: read before each wait
+        self._cleaner_call = None
         self._topic_configs: dict[str, object] = dict(topic_configs or {})
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
@@ -102,6 +109,7 @@ class LogManager(service.Service):
                    retention_check_interval_ms=config.log_retention_check_interval_ms,
                    flush_check_interval_ms=config.log_flush_scheduler_interval_ms,
                    checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+                   cleaner_backoff_ms=config.log_cleaner_backoff_ms,
                    topic_configs=topic_configs)
 
     # --- data dirs --------------------------------------------------------------------------------
@@ -153,6 +161,7 @@ class LogManager(service.Service):
         self.load_logs()
         super().startService()
         self._start_loop(self.cleanup_logs, self.retention_check_interval_ms, "retention")
+        self._schedule_cleaner()
         self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
         if self.checkpoint_interval_ms > 0:
             self._start_loop(self.checkpoint_logs, self.checkpoint_interval_ms, "checkpoint")
@@ -162,6 +171,9 @@ class LogManager(service.Service):
             if loop.running:
                 loop.stop()
         self._loops = []
+        if self._cleaner_call is not None and self._cleaner_call.active():
+            self._cleaner_call.cancel()
+        self._cleaner_call = None
         clean = True
         for tp, log_ in list(self._logs.items()):
             if self.failure_channel.is_offline(self._dir_of[tp]):
@@ -199,6 +211,18 @@ class LogManager(service.Service):
         else:
             log.warning("unclean log shutdown: logs will be recovered at the next start")
         return super().stopService()
+
+    def _schedule_cleaner(self) -> None:
+        self._cleaner_call = self.reactor.callLater(max(self.cleaner_backoff_ms, 0) / 1000.0,
+                                                    self._cleaner_pass)
+
+    def _cleaner_pass(self) -> None:
+        self._cleaner_call = None
+        try:
+            self.clean_compacted_logs()
+        finally:
+            if self.running:
+                self._schedule_cleaner()
 
     def _start_loop(self, fn: Callable[[], object], interval_ms: int, what: str) -> None:
         loop = task.LoopingCall(fn)
@@ -369,19 +393,31 @@ class LogManager(service.Service):
 
     # --- periodic work ----------------------------------------------------------------------------
     def cleanup_logs(self) -> int:
-        """Compaction and retention over every log; returns the number of segments deleted."""
+        """Retention over the logs that are not compacted (the cleaner's pass handles those,
+        as in Kafka's LogManager.cleanupLogs), and ``.deleted`` files of every log; returns the
+        number of segments deleted."""
+        return self._each_log(lambda log_: not log_.config.compact, compact=False)
+
+    def clean_compacted_logs(self) -> int:
+        """The log cleaner's pass (Kafka's LogCleaner): compact each ``compact`` log that is
+        dirty enough, then delete its old segments; returns the number deleted."""
+        return self._each_log(lambda log_: log_.config.compact, compact=True)
+
+    def _each_log(self, chosen: Callable[[Log], bool], compact: bool) -> int:
         now = self.clock_ms()
         deleted = 0
         for tp, log_ in list(self._logs.items()):
             if self.failure_channel.is_offline(log_.parent_dir):
                 continue
             try:
-                if log_.config.compact:
-                    log_.compact(now)
-                deleted += len(log_.delete_old_segments(now))
+                if chosen(log_):
+                    if compact:
+                        log_.compact(now)
+                    deleted += len(log_.delete_old_segments(now))
                 log_.delete_expired_files(now)
             except Exception:  # noqa: BLE001 - one bad log must not stop the others
-                log.exception("retention of %s-%d failed", *tp)
+                log.exception("%s of %s-%d failed", "cleaning" if compact else "retention",
+                              *tp)
         return deleted
 
     def flush_dirty_logs(self) -> None:

@@ -78,6 +78,7 @@ class BrokerDynamicConfig:
         broker.config = new
         broker.topic_defaults = new.topic_defaults()
         broker.log_manager.default_config = broker.topic_defaults
+        broker.log_manager.cleaner_backoff_ms = new.log_cleaner_backoff_ms   # from its next wait
         controller = getattr(broker, "controller", None)
         if controller is not None:
             controller.config = new
