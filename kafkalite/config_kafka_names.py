@@ -118,8 +118,6 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("segment files are appended, not preallocated", ("log.preallocate",)),
     ("segments roll at exactly segment.ms, with no jitter", (
         "log.roll.jitter.ms", "log.roll.jitter.hours")),
-    ("record timestamps are not checked against the broker's clock", (
-        "log.message.timestamp.difference.max.ms",)),
     ("the log cleaner always runs: compacted topics are compacted once dirty enough "
      "(log.cleaner.min.cleanable.ratio), with no lag bounds and no memory or I/O limits", (
         "log.cleaner.enable", "log.cleaner.min.compaction.lag.ms",
@@ -141,8 +139,6 @@ _TOPIC_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
      "(min.cleanable.dirty.ratio)", ("min.compaction.lag.ms", "max.compaction.lag.ms")),
     ("kafkalite stores only message format v2", ("message.format.version",)),
     ("kafkalite never down-converts", ("message.downconversion.enable",)),
-    ("record timestamps are not checked against the broker's clock", (
-        "message.timestamp.difference.max.ms",)),
     ("segment files are appended, not preallocated", ("preallocate",)),
     ("segments roll at exactly segment.ms, with no jitter", ("segment.jitter.ms",)),
 )

@@ -40,6 +40,7 @@ from typing import Callable
 
 from crc32c import crc32c
 
+from kafkalite.config import LONG_MAX
 from kafkalite.errors import (
     CorruptRecordError,
     IllegalStateError,
@@ -60,6 +61,7 @@ from kafkalite.log.segment import (
     LogSegment,
     segment_paths,
 )
+from kafkalite.log.timestamps import check_create_times
 from kafkalite.record import header as hdr
 from kafkalite.record.batch import validate_batch_bytes
 from kafkalite.record.compression import SUPPORTED as _SUPPORTED_CODECS
@@ -350,6 +352,10 @@ class Log:
         if type(records) is not bytes and (view.ndim != 1 or view.itemsize != 1):
             view = view.cast("B")
         batches_in = _scan_request(view, assign_offsets)
+        if (assign_offsets and self.config.message_timestamp_type == "CreateTime"
+                and self.config.message_timestamp_difference_max_ms < LONG_MAX):
+            check_create_times(view, batches_in, self._clock(),
+                               self.config.message_timestamp_difference_max_ms)
         codec = target_codec(self.config.compression_type) if assign_offsets else None
         if codec is not None and any(converts(f[_F_ATTRIBUTES], codec)
                                      for _p, _s, f in batches_in):
