@@ -32,18 +32,17 @@ def check_partition_count(total: int) -> None:
 def assign_replicas(num_partitions: int, replication_factor: int, broker_ids: list[int],
                     fixed_start_index: int = -1, start_partition_id: int = 0,
                     rng: random.Random | None = None) -> dict[int, list[int]]:
+    # Kafka's wording (AdminUtils.assignReplicasToBrokers): kafka-topics prints it to users
     if num_partitions <= 0:
-        raise InvalidPartitionsError(f"number of partitions must be larger than 0, "
-                                     f"got {num_partitions}")
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
     check_partition_count(start_partition_id + num_partitions)
     if replication_factor <= 0:
-        raise InvalidReplicationFactorError(
-            f"replication factor must be larger than 0, got {replication_factor}")
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
     brokers = sorted(broker_ids)
     if replication_factor > len(brokers):
         raise InvalidReplicationFactorError(
-            f"replication factor {replication_factor} is larger than the "
-            f"{len(brokers)} live broker(s) {brokers}")
+            f"Replication factor: {replication_factor} larger than available brokers: "
+            f"{len(brokers)}.")
     rng = rng or random.Random()
     n = len(brokers)
     start = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
@@ -103,18 +102,20 @@ def assign_new_partitions(topic: str, existing: Mapping[int, Sequence[int]], new
         return assign_replicas(increment, rf, brokers, fixed_start_index=start,
                                start_partition_id=old_count)
     lists = [list(replicas) for replicas in new_assignments]
-    unknown = sorted({b for replicas in lists for b in replicas} - set(brokers))
+    # in order of first mention, as Kafka's (small) Set prints them
+    unknown = [b for b in dict.fromkeys(b for replicas in lists for b in replicas)
+               if b not in set(brokers)]
     if unknown:
         raise InvalidReplicaAssignmentError(
-            f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))} "
-            f"(brokers: {', '.join(map(str, brokers))}).")
+            f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
     if len(lists) != increment:
         raise InvalidReplicaAssignmentError(
             f"Increasing the number of partitions by {increment} but {len(lists)} "
             f"assignments provided.")
-    added: dict[int, list[int]] = {}
-    for offset, replicas in enumerate(lists):
-        partition = old_count + offset
+    added = {old_count + offset: replicas for offset, replicas in enumerate(lists)}
+    # Kafka's order (AdminZkClient.validateReplicaAssignment): each list on its own first,
+    # then every partition whose replica count is not partition 0's, in one message
+    for partition, replicas in added.items():
         if not replicas:
             raise InvalidReplicaAssignmentError(
                 f"Cannot have replication factor of 0 for partition id {partition}.")
@@ -122,11 +123,12 @@ def assign_new_partitions(topic: str, existing: Mapping[int, Sequence[int]], new
             raise InvalidReplicaAssignmentError(
                 f"Duplicate brokers not allowed in replica assignment: "
                 f"{', '.join(map(str, replicas))} for partition id {partition}.")
-        if len(replicas) != rf:
-            raise InvalidReplicaAssignmentError(
-                f"Inconsistent replication factor between partitions, partition 0 has {rf} "
-                f"while partition {partition} has {len(replicas)}.")
-        added[partition] = replicas
+    uneven = [(p, len(r)) for p, r in added.items() if len(r) != rf]
+    if uneven:
+        raise InvalidReplicaAssignmentError(
+            f"Inconsistent replication factor between partitions, partition 0 has {rf} while "
+            f"partitions [{', '.join(str(p) for p, _ in uneven)}] have replication factors "
+            f"[{', '.join(str(n) for _, n in uneven)}], respectively.")
     return added
 
 
@@ -145,24 +147,28 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     return assignment
 
 
-def validate_assignment(assignment: dict[int, list[int]],
-                        live_brokers: set[int] | None = None) -> None:
+def scala_map_repr(assignment: Mapping[int, Sequence[int]]) -> str:
+    """An assignment as Kafka's messages print its Scala map (``HashMap(0 -> ArrayBuffer(1,
+    1))``); a HashMap of small partition ids iterates in id order."""
+    return "HashMap(" + ", ".join(
+        f"{p} -> ArrayBuffer({', '.join(map(str, r))})" for p, r in sorted(assignment.items())
+    ) + ")"
+
+
+def validate_assignment(assignment: dict[int, list[int]]) -> None:
+    """Kafka's checks of an explicit assignment at topic creation (AdminZkClient's
+    validateTopicCreate), in its order and words. Brokers that do not exist are allowed, as in
+    Kafka 2.8: their replicas stay offline until such a broker registers."""
     if not assignment:
         raise InvalidReplicaAssignmentError("replica assignment is empty")
-    if sorted(assignment) != list(range(len(assignment))):
+    if len({len(replicas) for replicas in assignment.values()}) != 1:
         raise InvalidReplicaAssignmentError(
-            f"partitions must be numbered 0..{len(assignment) - 1}, got {sorted(assignment)}")
-    sizes = {len(replicas) for replicas in assignment.values()}
-    if len(sizes) != 1:
-        raise InvalidReplicaAssignmentError(
-            "every partition must have the same number of replicas")
-    for partition, replicas in assignment.items():
+            "All partitions should have the same number of replicas")
+    for replicas in assignment.values():
         if len(set(replicas)) != len(replicas):
             raise InvalidReplicaAssignmentError(
-                f"partition {partition} lists a broker twice: {replicas}")
-        if live_brokers is not None:
-            unknown = [b for b in replicas if b not in live_brokers]
-            if unknown:
-                raise InvalidReplicaAssignmentError(
-                    f"partition {partition} uses broker(s) {unknown} that are not live "
-                    f"(live: {sorted(live_brokers)})")
+                "Duplicate replica assignment found: " + scala_map_repr(assignment))
+    # stricter than Kafka's sum test, which lets e.g. {-1, 1, 2} through
+    if sorted(assignment) != list(range(len(assignment))):
+        raise InvalidReplicaAssignmentError(
+            "partitions should be a consecutive 0-based integer sequence")

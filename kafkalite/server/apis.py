@@ -7,8 +7,10 @@ cluster operation CLUSTER_AUTHORIZATION_FAILED.
 
 Data-path requests (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch) go to the ReplicaManager;
 controller requests (LeaderAndIsr, UpdateMetadata, StopReplica) are obeyed only when ZooKeeper
-backs the claimed controller and epoch (``server.controller_requests``); admin requests (CreateTopics, DeleteTopics) write ZooKeeper's admin paths, as Kafka's
-tools did, and answer once the controller has acted (or the request's timeout passes).
+backs the claimed controller and epoch (``server.controller_requests``). Admin requests
+(CreateTopics, DeleteTopics, CreatePartitions) are served by the active controller only, as in
+Kafka 2.8 (other brokers answer NOT_CONTROLLER and clients retry at the controller); they write
+ZooKeeper, and answer once the controller has acted (or the request's timeout passes).
 """
 
 from __future__ import annotations
@@ -18,18 +20,17 @@ import logging
 from twisted.internet import defer
 
 from kafkalite import errors
-from kafkalite.controller.assignment import assign_replicas, validate_assignment
+from kafkalite.controller.assignment import assign_replicas
 from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ResourceType
-from kafkalite.server import acl_apis, native_admin_apis, native_group_apis
+from kafkalite.server import acl_apis, native_admin_apis, native_group_apis, topic_admin
 from kafkalite.server import request_authz as gates
 from kafkalite.server.request_authz import ALLOW_ALL, RequestAuthz
 from kafkalite.server.partition_admin import create_partitions
 from kafkalite.server.purgatory import DelayedOperation, Purgatory
 from kafkalite.topics import validate_topic_name
-from kafkalite.zk.errors import ZkConnectionLossError, ZkSessionExpiredError
 
 log = logging.getLogger(__name__)
 
@@ -255,68 +256,23 @@ class KafkaApis:
         return native_admin_apis.delete_records(self.broker, request, authz)
 
     # --- admin ----------------------------------------------------------------------------------
-    @defer.inlineCallbacks
     def handle_create_topics(self, request: m.CreateTopicsRequest,
                              authz: RequestAuthz = ALLOW_ALL):
-        results: dict[str, tuple[int, str | None]] = {}
-        created = []
-        live = set(self.metadata.brokers)
-        on_cluster = authz.may(ApiKey.CREATE_TOPICS, ResourceType.CLUSTER)
-        for topic in request.topics:
-            try:
-                if not on_cluster and not authz.may(ApiKey.CREATE_TOPICS, ResourceType.TOPIC,
-                                                    topic.name):
-                    raise errors.TopicAuthorizationFailedError(
-                        f"{authz.principal} may not create topic {topic.name}: needs Create on "
-                        "the cluster or on the topic")
-                validate_topic_name(topic.name)
-                if topic.name in results:
-                    raise errors.InvalidRequestError(f"topic {topic.name} is listed twice")
-                if self.metadata.contains(topic.name):
-                    raise errors.TopicAlreadyExistsError(f"Topic '{topic.name}' already exists.")
-                overrides = {k: v for k, v in topic.configs.items() if v is not None}
-                self.broker.topic_defaults.with_overrides(overrides)  # validates the values
-                if topic.assignments:
-                    assignment = {int(p): list(r) for p, r in topic.assignments.items()}
-                    validate_assignment(assignment, live)
-                else:
-                    partitions = (topic.num_partitions if topic.num_partitions > 0
-                                  else self.config.num_partitions)
-                    rf = (topic.replication_factor if topic.replication_factor > 0
-                          else self.config.default_replication_factor)
-                    assignment = assign_replicas(partitions, rf, sorted(live))
-                if not request.validate_only:
-                    yield self.broker.tzk.create_topic(topic.name, assignment, overrides)
-                    created.append(topic.name)
-                results[topic.name] = (0, None)
-            except (ZkConnectionLossError, ZkSessionExpiredError) as exc:
-                # as Kafka: the request times out (retriable) while ZooKeeper cannot be reached
-                results[topic.name] = (errors.RequestTimedOutError.code,
-                                       f"ZooKeeper cannot be reached ({exc.message}): topic "
-                                       f"'{topic.name}' was not created; retry once ZooKeeper "
-                                       "has a quorum again")
-            except KafkaError as exc:
-                results[topic.name] = (code_of(exc), exc.message)
-        if created and request.timeout_ms > 0:
-            def ready():
-                return all(self.metadata.all_leaders_known(name) for name in created)
-
-            def done(timed_out):
-                for name in created:
-                    if not self.metadata.all_leaders_known(name):
-                        results[name] = (errors.RequestTimedOutError.code,
-                                         f"topic {name} was created but its leaders were not "
-                                         f"elected within {request.timeout_ms} ms")
-            yield self._wait_for_metadata(request.timeout_ms, ready, done)
-        return m.CreateTopicsResponse(topics=[
-            m.CreatableTopicResult(name, code, message)
-            for name, (code, message) in results.items()])
+        """At the controller only, as Kafka 2.8 (kafkalite.server.topic_admin)."""
+        d = topic_admin.create_topics(self.broker, request.topics, request.timeout_ms,
+                                      request.validate_only, authz)
+        return d.addCallback(lambda outcomes: m.CreateTopicsResponse(topics=[
+            m.CreatableTopicResult(o.name, o.error_code, o.error_message) for o in outcomes]))
 
     @defer.inlineCallbacks
     def handle_delete_topics(self, request: m.DeleteTopicsRequest,
                              authz: RequestAuthz = ALLOW_ALL):
         results: dict[str, tuple[int, str | None]] = {}
         marked = []
+        if not topic_admin.is_active_controller(self.broker):   # as Kafka 2.8: no forwarding
+            return m.DeleteTopicsResponse(responses=[
+                m.DeletableTopicResult(name, errors.NotControllerError.code, None)
+                for name in request.topic_names])
         for name in request.topic_names:
             try:
                 if not authz.may(ApiKey.DELETE_TOPICS, ResourceType.TOPIC, name):
@@ -351,7 +307,12 @@ class KafkaApis:
     @defer.inlineCallbacks
     def handle_create_partitions(self, request: m.CreatePartitionsRequest,
                                  authz: RequestAuthz = ALLOW_ALL):
-        """Add partitions to existing topics (kafkalite.server.partition_admin), all at once."""
+        """Add partitions to existing topics (kafkalite.server.partition_admin), all at once;
+        at the controller only, as Kafka 2.8."""
+        if not topic_admin.is_active_controller(self.broker):
+            return m.CreatePartitionsResponse(results=[
+                m.CreatePartitionsTopicResult(name, errors.NotControllerError.code, None)
+                for name in dict.fromkeys(t.name for t in request.topics)])
         seen: dict[str, int] = {}
         for t in request.topics:
             seen[t.name] = seen.get(t.name, 0) + 1

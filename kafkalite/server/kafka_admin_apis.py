@@ -10,6 +10,7 @@ with its Kafka error code, never by dropping the connection.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from twisted.internet import defer
 
@@ -21,7 +22,10 @@ from kafkalite.server.partition_admin import create_partitions as grow
 from kafkalite.server.request_authz import (
     ALLOW_ALL, gate_config_resources, gate_delete_records,
 )
-from kafkalite.errors import TopicAuthorizationFailedError
+from kafkalite.errors import (
+    InvalidRequestError, NotControllerError, TopicAuthorizationFailedError,
+)
+from kafkalite.server.topic_admin import is_active_controller
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ResourceType
 
@@ -35,8 +39,18 @@ def _message(exc: BaseException) -> str:
 def create_partitions(broker, request, version, authz=ALLOW_ALL):
     timeout_ms = millis(request.timeout)
     results = []
+    names = Counter(t.name for t in request.topics)
+    if not is_active_controller(broker):      # as Kafka 2.8: no forwarding, clients retry
+        return {"throttle_time": 0, "results": [
+            {"name": name, "error_code": NotControllerError.code, "error_message": None}
+            for name in names]}
+    for name in [n for n, count in names.items() if count > 1]:
+        results.append({"name": name, "error_code": InvalidRequestError.code,
+                        "error_message": "Duplicate topic in request."})
 
     def one(topic):
+        if names[topic.name] > 1:
+            return defer.succeed(None)
         if not authz.may(ApiKey.CREATE_PARTITIONS, ResourceType.TOPIC, topic.name):
             results.append({"name": topic.name, "error_code": TopicAuthorizationFailedError.code,
                             "error_message": "The topic authorization is failed."})

@@ -32,6 +32,7 @@ from kafkalite.security.operations import NOT_REQUESTED
 from kafkalite.server import acl_apis
 from kafkalite.server import kafka_admin_apis as admin
 from kafkalite.server import kafka_group_apis as groups
+from kafkalite.server import topic_admin
 from kafkalite.server.request_authz import RequestAuthz
 
 log = logging.getLogger(__name__)
@@ -260,34 +261,23 @@ class KafkaProtocolApis:
 
     # --- topics --------------------------------------------------------------------------------
     def create_topics(self, request, version, connection):
-        topics = []
-        asked = {}
-        for t in request.topics:
-            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-            configs = {c.name: c.value for c in t.configs}
-            topics.append(m.CreatableTopic(t.name, t.num_partitions, t.replication_factor,
-                                           assignments, configs))
-            partitions = len(assignments) if assignments else t.num_partitions
-            rf = (len(next(iter(assignments.values()))) if assignments
-                  else t.replication_factor)
-            asked[t.name] = (partitions, rf)
-        native = m.CreateTopicsRequest(topics=topics, timeout_ms=millis(request.timeout),
-                                       validate_only=getattr(request, "validate_only", False))
-        config = self.broker.config
+        topics = [m.CreatableTopic(t.name, t.num_partitions, t.replication_factor,
+                                   {a.partition_index: list(a.broker_ids) for a in t.assignments},
+                                   {c.name: c.value for c in t.configs})
+                  for t in request.topics]
 
-        def answer(response):
-            out = []
-            for r in response.topics:
-                partitions, rf = asked.get(r.name, (-1, -1))
-                out.append({
-                    "name": r.name, "topic_id": None, "error_code": r.error_code,
-                    "error_message": r.error_message, "topic_config_error_code": 0,
-                    "num_partitions": partitions if partitions > 0 else config.num_partitions,
-                    "replication_factor": rf if rf > 0 else config.default_replication_factor,
-                    "configs": []})
-            return {"throttle_time": 0, "topics": out}
-        return defer.maybeDeferred(self.native.handle_create_topics, native,
-                                   self._authz(connection)).addCallback(answer)
+        def answer(outcomes):
+            return {"throttle_time": 0, "topics": [{
+                "name": o.name, "topic_id": None, "error_code": o.error_code,
+                "error_message": o.error_message,
+                "topic_config_error_code": o.topic_config_error_code,
+                "num_partitions": o.num_partitions, "replication_factor": o.replication_factor,
+                "configs": [{"name": c.name, "value": c.value, "read_only": c.read_only,
+                             "config_source": c.config_source, "is_sensitive": c.is_sensitive}
+                            for c in o.configs]} for o in outcomes]}
+        return topic_admin.create_topics(
+            self.broker, topics, millis(request.timeout),
+            getattr(request, "validate_only", False), self._authz(connection)).addCallback(answer)
 
     def delete_topics(self, request, version, connection):
         names = list(getattr(request, "topic_names", None) or

@@ -4,7 +4,7 @@ connected to, and the brokers talk to each other on the inter-broker listener.""
 import pytest
 
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request
+from kafkalite.testing.cluster import request, wait_until
 from kafkalite.testing.ports import free_ports
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,13 @@ def test_metadata_answers_per_listener(kafkalite_cluster_factory):
             (b.broker_id, "127.0.0.1", b.port) for b in cluster.brokers.values()}
         assert {(b.node_id, b.host, b.port) for b in outside.brokers} == {
             (i, "localhost", port) for i, port in external.items()}
-    # the controller reached both brokers on INTERNAL: a replicated topic gets its leaders
-    created = request("127.0.0.1", cluster.brokers[1].port, m.CreateTopicsRequest(
+    # the controller reached both brokers on INTERNAL: a replicated topic gets its leaders.
+    # CreateTopics goes to the controller (another broker answers NOT_CONTROLLER, as Kafka 2.8)
+    def controller_id():
+        known = request("127.0.0.1", cluster.brokers[1].port,
+                        m.MetadataRequest(topics=[])).controller_id
+        return known if known in cluster.brokers else None
+    controller = wait_until(controller_id, 30, "a controller")
+    created = request("127.0.0.1", cluster.brokers[controller].port, m.CreateTopicsRequest(
         topics=[m.CreatableTopic("two", 2, 2, {}, {})], timeout_ms=15000))
     assert created.topics[0].error_code == 0, created

@@ -61,10 +61,12 @@ def test_explicit_assignments_are_numbered_after_the_existing_ones():
     ({}, 3, [1, 2], None, UnknownTopicOrPartitionError, "topic 't' does not exist"),
     ({1: [1]}, 3, [1, 2], None, InvalidPartitionsError, "not numbered 0..0"),
     ({0: [1, 2, 3]}, 2, [1, 2], None, InvalidReplicationFactorError,
-     "replication factor 3 is larger than the 2"),
+     "Replication factor: 3 larger than available brokers: 2."),
     # explicit assignments: Kafka's checks and messages
     ({0: [1, 2]}, 2, [1, 2, 3], [[1, 4]], InvalidReplicaAssignmentError,
-     "Unknown broker(s) in replica assignment: 4"),
+     "Unknown broker(s) in replica assignment: 4."),
+    ({0: [1, 2]}, 3, [1, 2, 3], [[7, 1], [1, 5]], InvalidReplicaAssignmentError,
+     "Unknown broker(s) in replica assignment: 7, 5."),
     ({0: [1, 2]}, 3, [1, 2, 3], [[1, 2]], InvalidReplicaAssignmentError,
      "Increasing the number of partitions by 2 but 1 assignments provided."),
     ({0: [1, 2]}, 2, [1, 2, 3], [[1, 2], [2, 3]], InvalidReplicaAssignmentError,
@@ -75,7 +77,9 @@ def test_explicit_assignments_are_numbered_after_the_existing_ones():
      "Duplicate brokers not allowed in replica assignment: 3, 3 for partition id 1."),
     ({0: [1, 2]}, 3, [1, 2, 3], [[3, 1], [1, 2, 3]], InvalidReplicaAssignmentError,
      "Inconsistent replication factor between partitions, partition 0 has 2 while "
-     "partition 2 has 3."),
+     "partitions [2] have replication factors [3], respectively."),
+    ({0: [1, 2]}, 4, [1, 2, 3], [[3], [1, 2], [1, 2, 3]], InvalidReplicaAssignmentError,
+     "partitions [1, 3] have replication factors [1, 3], respectively."),
 ])
 def test_refusals(existing, count, brokers, explicit, error, message):
     with pytest.raises(error) as info:

@@ -3,6 +3,8 @@ a real metadata cache and a Clock: validation, the conditional write, the wait f
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
@@ -56,6 +58,7 @@ class FakeBroker:
         self.clock = Clock()
         self.tzk = FakeTzk(assignments)
         self.metadata_cache = MetadataCache(1)
+        self.controller = SimpleNamespace(is_active=True)    # only the controller serves it
         self.live = list(live)
         apis = KafkaApis.__new__(KafkaApis)       # only the metadata waiting part is used
         apis.broker = self
@@ -127,13 +130,13 @@ def test_a_concurrent_change_is_reread_and_decided_again(broker):
     ("t", 1, None, None, 37, "which is higher than the requested 1"),
     ("missing", 3, None, None, 3, "The topic 'missing' does not exist."),
     ("bad name!", 3, None, None, 17, "bad name!"),
-    ("t", 3, [[1, 9]], None, 39, "Unknown broker(s) in replica assignment: 9"),
+    ("t", 3, [[1, 9]], None, 39, "Unknown broker(s) in replica assignment: 9."),
     ("t", 4, [[1, 2]], None, 39, "by 2 but 1 assignments"),
     ("t", 3, [[1, 2, 3]], None, 39, "Inconsistent replication factor"),
     ("t", 3, [["x"]], None, 42, "lists of broker ids"),
     ("t", 3, None, "marked", 17, "queued for deletion"),
     ("t", 3, None, "reassigning", 60, "reassignment is in progress"),
-    ("t", 3, None, "two-brokers", 38, "replication factor 2 is larger than the 1"),
+    ("t", 3, None, "two-brokers", 38, "Replication factor: 2 larger than available brokers: 1."),
 ])
 def test_refusals(topic, count, assignments, setup, code, text):
     broker = FakeBroker({"t": {0: [1, 2], 1: [2, 3]}}, live=(1,) if setup == "two-brokers"
