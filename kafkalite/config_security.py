@@ -17,6 +17,10 @@ from kafkalite.errors import ConfigError
 # --- security (Kafka 2.x's names; see kafkalite.security.settings for how they combine) -------
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: Kafka's default mechanism (Kerberos) and its other one: accepted as values, so that Kafka's
+#: defaults hold, but a SASL listener offering one, or brokers using one with each other, is
+#: refused at start-up (kafkalite.security.settings) -- kafkalite cannot speak them
+UNSUPPORTED_SASL_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 DEFAULT_PROTOCOL_MAP = tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 _MAP_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:(" + "|".join(SECURITY_PROTOCOLS) + r")$")
@@ -42,11 +46,15 @@ SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("security.inter.broker.protocol", "string", None, "protocol brokers and the "
               "controller use with each other: the listener of that name (default PLAINTEXT; "
               "set this or inter.broker.listener.name, not both)", one_of(*SECURITY_PROTOCOLS)),
-    ConfigDef("sasl.mechanism.inter.broker.protocol", "string", "PLAIN", "SASL mechanism "
-              "brokers use with each other (Kafka's default GSSAPI is not offered)",
-              one_of(*SASL_MECHANISMS)),
-    ConfigDef("sasl.enabled.mechanisms", "list", SASL_MECHANISMS, "SASL mechanisms a SASL "
-              "listener offers", each_one_of(*SASL_MECHANISMS)),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism "
+              "brokers use with each other when the inter-broker listener is SASL: PLAIN, "
+              "SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's default GSSAPI is refused at start-up: "
+              "kafkalite has no Kerberos)",
+              one_of(*SASL_MECHANISMS, *UNSUPPORTED_SASL_MECHANISMS)),
+    ConfigDef("sasl.enabled.mechanisms", "list", ("GSSAPI",), "SASL mechanisms a SASL "
+              "listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default GSSAPI, "
+              "and OAUTHBEARER, are refused at start-up: set this for every SASL listener)",
+              each_one_of(*SASL_MECHANISMS, *UNSUPPORTED_SASL_MECHANISMS)),
     ConfigDef("sasl.jaas.config", "password", None, "JAAS login module of the SASL listeners "
               "(PlainLoginModule or ScramLoginModule): username/password are this broker's "
               "inter-broker identity, user_<name>=\"<password>\" PLAIN's users; per listener and "

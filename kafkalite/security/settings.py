@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkalite.config_security import SASL_MECHANISMS
 from kafkalite.errors import ConfigError
 from kafkalite.security.jaas import JaasError, parse_jaas_config
 from kafkalite.security.principal_mapping import PrincipalMapper
@@ -170,6 +171,14 @@ def listener_security(config, listener: str) -> ListenerSecurity:
     plain_users: dict[str, str] = {}
     if uses_sasl(protocol):
         mechanisms = tuple(config.for_listener(listener, "sasl.enabled.mechanisms"))
+        unsupported = [m for m in mechanisms if m not in SASL_MECHANISMS]
+        if unsupported:
+            raise ConfigError(
+                f"listener {listener} is {protocol} with sasl.enabled.mechanisms="
+                f"{','.join(mechanisms)}: kafkalite offers {', '.join(SASL_MECHANISMS)}, not "
+                f"{', '.join(unsupported)} (GSSAPI is Kafka's default): set "
+                f"sasl.enabled.mechanisms (or listener.name.{listener.lower()}."
+                "sasl.enabled.mechanisms)")
         if "PLAIN" in mechanisms:
             entry = _jaas(config, listener, "PLAIN")
             plain_users = entry.plain_users() if entry is not None else {}
@@ -195,6 +204,11 @@ def inter_broker_security(config, listener: str | None = None) -> ClientSecurity
                               "ssl.truststore.location to trust each other's certificates")
     mechanism = config.sasl_mechanism_inter_broker_protocol
     username = password = None
+    if uses_sasl(protocol) and mechanism not in SASL_MECHANISMS:
+        raise ConfigError(
+            f"inter-broker listener {listener} is {protocol} with "
+            f"sasl.mechanism.inter.broker.protocol={mechanism} (GSSAPI is Kafka's default): "
+            f"kafkalite offers {', '.join(SASL_MECHANISMS)}: set it to one of them")
     if uses_sasl(protocol):
         entry = _jaas(config, listener, mechanism)
         if entry is None or not entry.username or entry.password is None:

@@ -69,6 +69,29 @@ def test_listener_overrides():
             BrokerConfig.from_dict({**BASE, bad[0]: bad[1]})
 
 
+def test_kafkas_gssapi_defaults_are_refused_at_start_up():
+    """Kafka 2.8's defaults are sasl.enabled.mechanisms=GSSAPI and
+    sasl.mechanism.inter.broker.protocol=GSSAPI; kafkalite reports them as its defaults too,
+    but has no Kerberos: a SASL listener or SASL brokers left at them are refused, saying so."""
+    plain = {**BASE, "listeners": "SASL_PLAINTEXT://:9093",
+             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
+                                 'required username="admin" password="a" user_admin="a";'}
+    config = BrokerConfig.from_dict(plain)
+    assert (config.sasl_enabled_mechanisms, config.sasl_mechanism_inter_broker_protocol) == \
+        (("GSSAPI",), "GSSAPI")
+    with pytest.raises(ConfigError, match="kafkalite offers PLAIN, SCRAM-SHA-256, "
+                                          "SCRAM-SHA-512, not GSSAPI"):
+        listener_security(config, "SASL_PLAINTEXT")
+    with pytest.raises(ConfigError, match="sasl.mechanism.inter.broker.protocol=GSSAPI"):
+        inter_broker_security(config)
+    given = BrokerConfig.from_dict({**plain, "sasl.enabled.mechanisms": "PLAIN",
+                                    "sasl.mechanism.inter.broker.protocol": "PLAIN"})
+    assert listener_security(given, "SASL_PLAINTEXT").sasl_mechanisms == ("PLAIN",)
+    assert inter_broker_security(given).sasl_mechanism == "PLAIN"
+    # a PLAINTEXT broker never asks: Kafka's defaults start it as they start Kafka
+    assert inter_broker_security(BrokerConfig.from_dict(BASE)) is None
+
+
 def test_listener_security_and_inter_broker(pki):
     ca, broker, _ = pki
     base = {**BASE, "listeners": "SASL_SSL://:9093", "sasl.enabled.mechanisms": "PLAIN",
