@@ -27,8 +27,13 @@ _MAP_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:(" + "|".join(SECURITY_PROTOCO
 protocol_map_valid = Validator(lambda v: all(_MAP_ENTRY.match(i) for i in v),
                                "a comma-separated list of LISTENER_NAME:PROTOCOL with PROTOCOL "
                                "one of " + ", ".join(SECURITY_PROTOCOLS))
-pem_only = Validator(lambda v: v.upper() == "PEM", "PEM (kafkalite reads PEM files and PEM "
-                     "strings, KIP-651; convert a JKS or PKCS12 store with openssl or keytool)")
+#: Kafka's store types; kafkalite reads PEM only: a listener with a store of another type is
+#: refused at start-up (kafkalite.security.settings), so that Kafka's default JKS can stand
+STORE_TYPES = ("JKS", "PKCS12", "PEM")
+store_type = Validator(lambda v: v.upper() in STORE_TYPES,
+                       "one of JKS, PKCS12, PEM (kafkalite reads PEM files and PEM strings only, "
+                       "KIP-651: convert a JKS or PKCS12 store with openssl or keytool)")
+pem_only = store_type              # the old name, kept for importers
 authorizer_names = Validator(lambda v: v in ("", ACL_AUTHORIZER,
                                              "kafka.security.auth.SimpleAclAuthorizer"),
                              f"empty (no authorization) or {ACL_AUTHORIZER}")
@@ -59,7 +64,9 @@ SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
               "(PlainLoginModule or ScramLoginModule): username/password are this broker's "
               "inter-broker identity, user_<name>=\"<password>\" PLAIN's users; per listener and "
               "mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config"),
-    ConfigDef("ssl.keystore.type", "string", "PEM", "format of the key store", pem_only),
+    ConfigDef("ssl.keystore.type", "string", "JKS", "format of the key store: kafkalite reads "
+              "PEM only (KIP-651), so a TLS listener needs ssl.keystore.type=PEM (Kafka's "
+              "default JKS is refused at start-up)", store_type),
     ConfigDef("ssl.keystore.location", "string", None, "PEM file with this broker's private "
               "key and its certificate chain"),
     ConfigDef("ssl.keystore.password", "password", None, "password of an encrypted private key "
@@ -70,7 +77,9 @@ SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
               "chain as PEM text (instead of ssl.keystore.location)"),
     ConfigDef("ssl.keystore.key", "password", None, "this broker's private key as PEM text "
               "(with ssl.keystore.certificate.chain)"),
-    ConfigDef("ssl.truststore.type", "string", "PEM", "format of the trust store", pem_only),
+    ConfigDef("ssl.truststore.type", "string", "JKS", "format of the trust store: kafkalite "
+              "reads PEM only, so a trust store needs ssl.truststore.type=PEM (Kafka's default "
+              "JKS is refused at start-up)", store_type),
     ConfigDef("ssl.truststore.location", "string", None, "PEM file of the CA certificates "
               "trusted for peers (clients with ssl.client.auth, other brokers)"),
     ConfigDef("ssl.truststore.certificates", "password", None, "trusted CA certificates as "

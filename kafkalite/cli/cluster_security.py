@@ -116,7 +116,9 @@ def secure_local_cluster(cluster, data_dir: str, zookeeper: str) -> SecureSetup:
             "sasl.mechanism.inter.broker.protocol": MECHANISM,
             "sasl.enabled.mechanisms": f"{MECHANISM},SCRAM-SHA-256",
             f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": _jaas(password),
+            "ssl.keystore.type": "PEM",          # Kafka's default is JKS; kafkalite reads PEM
             "ssl.keystore.location": keystore,
+            "ssl.truststore.type": "PEM",
             "ssl.truststore.location": ca_path,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:admin",

@@ -136,6 +136,16 @@ def _tls_for(config, listener: str) -> TlsSettings:
         truststore_certificates=get("ssl.truststore.certificates"),
         client_auth=get("ssl.client.auth"), enabled_protocols=tuple(get("ssl.enabled.protocols")),
         check_hostname=config.ssl_endpoint_identification_algorithm == "https")
+    stores = (("ssl.keystore.type", tls.keystore_location or tls.certificate_chain
+               or tls.private_key),
+              ("ssl.truststore.type", tls.truststore_location or tls.truststore_certificates))
+    for setting, given in stores:
+        kind = str(get(setting)).upper()
+        if given and kind != "PEM":
+            raise ConfigError(
+                f"listener {listener}: {setting}={kind} (Kafka's default is JKS), but kafkalite "
+                f"reads PEM stores only (KIP-651): set {setting}=PEM (convert a JKS or PKCS12 "
+                "store with keytool or openssl)")
     return tls
 
 

@@ -123,7 +123,9 @@ def secure_cluster(zookeeper, workdir: str, num_brokers: int = 3, name: str = "s
     super_users = "User:admin" + (";User:ANONYMOUS" if inter_broker == "PLAINTEXT" else "")
     settings = {
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "ssl.keystore.type": "PEM",              # Kafka's default is JKS; kafkalite reads PEM
         "ssl.keystore.location": broker_cert.keystore_path,
+        "ssl.truststore.type": "PEM",
         "ssl.truststore.location": ca.cert_path,
         "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
         "sasl.mechanism.inter.broker.protocol": MECHANISM,

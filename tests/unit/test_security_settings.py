@@ -20,6 +20,8 @@ from kafkalite.security.tls import (
 from kafkalite.server.connection_security import ConnectionSecurity
 
 BASE = {"broker.id": 1, "zookeeper.connect": "zk:2181/kl"}
+#: kafkalite reads PEM stores only; Kafka's default store type is JKS, so TLS settings name PEM
+PEM = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM"}
 SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
               'username="admin" password="admin-secret";')
 
@@ -94,7 +96,7 @@ def test_kafkas_gssapi_defaults_are_refused_at_start_up():
 
 def test_listener_security_and_inter_broker(pki):
     ca, broker, _ = pki
-    base = {**BASE, "listeners": "SASL_SSL://:9093", "sasl.enabled.mechanisms": "PLAIN",
+    base = {**BASE, **PEM, "listeners": "SASL_SSL://:9093", "sasl.enabled.mechanisms": "PLAIN",
             "ssl.truststore.location": ca.cert_path}
     with pytest.raises(ConfigError, match="set ssl.keystore.location"):
         listener_security(BrokerConfig.from_dict(base), "SASL_SSL")
@@ -118,9 +120,29 @@ def test_listener_security_and_inter_broker(pki):
         inter_broker_security(no_identity)
 
 
+def test_kafkas_jks_store_default_is_refused_at_start_up(pki):
+    """Kafka 2.8's ssl.keystore.type and ssl.truststore.type default to JKS; kafkalite reports
+    that default too but reads PEM only: a TLS listener whose stores are left at JKS (or set
+    to PKCS12) is refused, naming the setting."""
+    ca, broker, _ = pki
+    given = {**BASE, "listeners": "SSL://:9093", "ssl.keystore.location": broker.keystore_path,
+             "ssl.truststore.location": ca.cert_path}
+    config = BrokerConfig.from_dict(given)
+    assert (config.ssl_keystore_type, config.ssl_truststore_type) == ("JKS", "JKS")
+    with pytest.raises(ConfigError, match="ssl.keystore.type=JKS .* set ssl.keystore.type=PEM"):
+        listener_security(config, "SSL")
+    truststore = BrokerConfig.from_dict({**given, "ssl.keystore.type": "PEM",
+                                         "ssl.truststore.type": "PKCS12"})
+    with pytest.raises(ConfigError, match="set ssl.truststore.type=PEM"):
+        listener_security(truststore, "SSL")
+    assert listener_security(BrokerConfig.from_dict({**given, **PEM}), "SSL").uses_tls
+    with pytest.raises(ConfigError, match="one of JKS, PKCS12, PEM"):
+        BrokerConfig.from_dict({**given, "ssl.keystore.type": "BKS"})
+
+
 def test_tls_contexts_from_pem_files(pki, tmp_path):
     ca, broker, alice = pki
-    c = BrokerConfig.from_dict({**BASE, "listeners": "SSL://:9093",
+    c = BrokerConfig.from_dict({**BASE, **PEM, "listeners": "SSL://:9093",
                                 "ssl.keystore.location": broker.keystore_path,
                                 "ssl.truststore.location": ca.cert_path,
                                 "ssl.client.auth": "required"})
@@ -143,7 +165,7 @@ def test_an_ssl_client_certificate_names_the_principal(pki):
     _, _, alice = pki
     cert = x509.load_pem_x509_certificate(open(alice.cert_path, "rb").read())
     assert peer_distinguished_name(cert) == "CN=alice,O=kafkalite"     # most specific first
-    c = BrokerConfig.from_dict({**BASE, "listeners": "SSL://:9093",
+    c = BrokerConfig.from_dict({**BASE, **PEM, "listeners": "SSL://:9093",
                                 "ssl.keystore.location": alice.keystore_path,
                                 "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/U"})
     security = ConnectionSecurity(listener_security(c, "SSL"))
