@@ -32,6 +32,16 @@ def test_normalise_replaces_chance_and_identity():
         "{p}-t": "broker <address> has {p}-t, id <uuid>"}
 
 
+def test_normalise_masks_wall_clock_milliseconds_inside_messages():
+    # an INVALID_TIMESTAMP record error names a window from the broker's own clock
+    message = ("Timestamp 1000 of message with offset 0 is out of range. The timestamp should "
+               "be within [1795680891792, 1795680893792]")
+    assert normalise({"message": message}) == {"message": message.replace(
+        "1795680891792", "<wallclock>").replace("1795680893792", "<wallclock>")}
+    assert normalise({"message": "offset 123456789012 of 4"}) == \
+        {"message": "offset 123456789012 of 4"}     # 12 digits: not a wall-clock time
+
+
 def test_normalise_keeps_unset_values_and_list_items():
     assert normalise({"member_id": "", "leader": -1, "leader_epoch": 0}) == \
         {"member_id": "", "leader": -1, "leader_epoch": 0}

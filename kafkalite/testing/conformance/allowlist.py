@@ -7,7 +7,9 @@ list only ever holds differences that still exist. The lead's known differences 
 to an unknown topic (commit-unknown-topic), the KIP-74 fetch limit (fetch-limit-across-
 partitions), recompression to a topic's compression.type (topic-compression-recompresses) and a
 broker's dynamic log.retention.ms (broker-dynamic-log-retention) -- were fixed while the suite
-was being built, so they have no entry.
+was being built, so they have no entry; so were the Produce refusals, OffsetForLeaderEpoch above
+the latest epoch, message.timestamp.difference.max.ms, the cleaner's timing, FindCoordinator's
+key types and empty group, OffsetForLeaderEpoch's ACL rule and authorized operations (KIP-430).
 
 INTERMITTENT names the entries whose difference is one of timing that a run may miss: there a
 "same" answer is reported as allowlisted (saying so), not as stale.
@@ -15,9 +17,9 @@ INTERMITTENT names the entries whose difference is one of timing that a run may 
 
 from __future__ import annotations
 
-#: differences of timing: kafkalite's retention/compaction tick (every 300 s) may fall inside the
-#: scenario's wait, and then the answers agree for that run
-INTERMITTENT: frozenset[str] = frozenset({"compaction-keeps-latest", "compact-delete-retention"})
+#: differences of timing a run may miss (none now: the cleaner runs every log.cleaner.backoff.ms,
+#: as Kafka's does, so the compaction scenarios answer the same every run)
+INTERMITTENT: frozenset[str] = frozenset()
 
 _KIP_525 = ("issue 23: CreateTopics v5+ answers carry the new topic's configs (KIP-525); "
             "kafkalite answers none")
@@ -54,35 +56,14 @@ ALLOWLIST: dict[str, str] = {
         "issue 23: kafkalite does not advertise Kafka 2.8's transaction, reassignment, quota, "
         "delegation-token, log-dir, SCRAM-admin, ElectLeaders, DescribeProducers, "
         "UpdateFeatures and broker-only APIs, nor versions below kio's minima"),
-    "describe-cluster": (
-        "issue 23: authorized operations (KIP-430) are not computed: kafkalite answers "
-        "'not requested' where Kafka without an authorizer answers every operation"),
     # --- produce / fetch ---------------------------------------------------------------------
-    "produce-error-answer-fields": (
-        "issue 24: Kafka's refused Produce partitions carry the log start offset (0) and no "
-        "error message; kafkalite answers -1 and a message of its own"),
-    "produce-to-non-replica": (
-        "issue 24: a broker that knows the topic but holds no replica of the partition "
-        "answers NOT_LEADER_OR_FOLLOWER in Kafka; kafkalite answers UNKNOWN_TOPIC_OR_PARTITION"),
-    "produce-invalid-timestamp": (
-        "issue 24: message.timestamp.difference.max.ms is accepted but not enforced: Kafka "
-        "refuses the batch with INVALID_TIMESTAMP and record errors, kafkalite appends it"),
     "fetch-from-follower": (
         "issue 23: Fetch v11+ from a consumer may read from a follower in Kafka 2.8 "
         "(KIP-392); kafkalite answers NOT_LEADER_OR_FOLLOWER"),
-    "offset-for-leader-epoch": (
-        "issue 24: OffsetForLeaderEpoch for an epoch above the leader's latest answers "
-        "undefined (-1, -1) in Kafka; kafkalite answers the latest epoch's end offset"),
     "transactional-coordinator": (
         "issue 23: no transaction coordinator: FindCoordinator for a transactional id answers "
         "COORDINATOR_NOT_AVAILABLE"),
     # --- groups ------------------------------------------------------------------------------
-    "find-coordinator-unknown-key-type": (
-        "issue 24: FindCoordinator with a key type other than 0 or 1 is INVALID_REQUEST in "
-        "Kafka; kafkalite answers COORDINATOR_NOT_AVAILABLE"),
-    "find-coordinator-empty-group": (
-        "issue 24: Kafka 2.8 finds a coordinator for the empty group id; kafkalite answers "
-        "INVALID_GROUP_ID"),
     # --- configs -----------------------------------------------------------------------------
     "topic-config-names": (
         "issue 23: topic configs Kafka 2.8 lists that kafkalite does not: the replication "
@@ -136,24 +117,10 @@ ALLOWLIST: dict[str, str] = {
     "describe-scram-credentials": (
         "issue 23: DescribeUserScramCredentials (KIP-554) is not served"),
     # --- ACLs (the authorizer pair) ---------------------------------------------------------
-    "acl-topic-denied-offset-for-leader-epoch": (
-        "issue 24: Kafka 2.8 serves OffsetForLeaderEpoch without topic checks to a principal "
-        "allowed ClusterAction on the cluster (here by allow.everyone.if.no.acl.found); "
-        "kafkalite checks the topic and answers TOPIC_AUTHORIZATION_FAILED"),
     "acl-invalid-bindings": (
         "issue 24: Kafka 2.8 answers a CreateAcls binding it cannot build (resource type or "
         "operation ANY, pattern MATCH, a principal without a type) with UNKNOWN_SERVER_ERROR "
         "(its own unhandled exception); kafkalite answers INVALID_REQUEST -- decide there "
         "whether to copy Kafka"),
-    "acl-authorized-operations": (
-        "issue 23: authorized operations (KIP-430) are not computed: Metadata answers "
-        "'not requested' for the cluster's where Kafka answers the allowed operations"),
     # --- retention / compaction ------------------------------------------------------------------
-    "compaction-keeps-latest": (
-        "issue 24: kafkalite compacts only every log.retention.check.interval.ms (300 s), "
-        "not every log.cleaner.backoff.ms (15 s) as Kafka's log cleaner does (the same when "
-        "kafkalite's tick falls inside the 35 s wait)"),
-    "compact-delete-retention": (
-        "issue 24: retention of compact,delete topics waits for log.retention.check.interval.ms "
-        "(300 s) in kafkalite; Kafka's cleaner applies it every log.cleaner.backoff.ms (15 s)"),
 }

@@ -36,12 +36,16 @@ _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
                    r"[0-9a-fA-F]{12}\b")
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _BASE64_UUID = re.compile(r"^[A-Za-z0-9_-]{22}$")
+# epoch milliseconds (2017..2065) inside a message, e.g. the window of an INVALID_TIMESTAMP
+# record error, which each broker computes from its own clock
+_WALLCLOCK_IN_TEXT = re.compile(r"\b(?:1[5-9]|2\d)\d{11}\b")
 
 
 def normalise_text(text: str, prefix: str | None = None) -> str:
     if prefix:
         text = text.replace(prefix, "{p}")
     text = _ADDRESS.sub("<address>", text)
+    text = _WALLCLOCK_IN_TEXT.sub("<wallclock>", text)
     return _UUID.sub(lambda m: m.group(0) if m.group(0) == _NIL_UUID else "<uuid>", text)
 
 
