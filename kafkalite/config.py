@@ -445,11 +445,11 @@ class BrokerConfig(_BrokerConfigBase):
             raise ConfigError(f"control.plane.listener.name={control} must differ from the "
                               f"inter-broker listener ({self.inter_broker_listener}): give the "
                               "controller a listener of its own")
-        if self.inter_broker_listener_name and self.security_inter_broker_protocol:
+        given_protocol = self.is_static("security.inter.broker.protocol")
+        if self.inter_broker_listener_name and given_protocol:
             raise ConfigError("set inter.broker.listener.name or security.inter.broker.protocol, "
                               "not both (Kafka's rule)")
-        if self.security_inter_broker_protocol and \
-                self.security_inter_broker_protocol not in names:
+        if given_protocol and self.security_inter_broker_protocol not in names:
             raise ConfigError(f"security.inter.broker.protocol="
                               f"{self.security_inter_broker_protocol} needs a listener of that "
                               f"name in listeners {names}, or use inter.broker.listener.name")
@@ -482,9 +482,13 @@ class BrokerConfig(_BrokerConfigBase):
     def inter_broker_listener(self) -> str:
         if self.inter_broker_listener_name:
             return self.inter_broker_listener_name
-        if self.security_inter_broker_protocol:
+        names = [listener.name for listener in self.listener_list]
+        if self.is_static("security.inter.broker.protocol") or \
+                self.security_inter_broker_protocol in names:
             return self.security_inter_broker_protocol   # Kafka: the listener of that name
-        return self.listener_list[0].name
+        # no listener named PLAINTEXT (the default): Kafka refuses to start; kafkalite keeps
+        # such configs working with the first listener
+        return names[0]
 
     @property
     def protocol_map(self) -> dict[str, str]:

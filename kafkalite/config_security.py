@@ -48,9 +48,11 @@ LISTENER_SETTINGS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore
                      "sasl.enabled.mechanisms", "sasl.jaas.config")
 
 SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
-    ConfigDef("security.inter.broker.protocol", "string", None, "protocol brokers and the "
-              "controller use with each other: the listener of that name (default PLAINTEXT; "
-              "set this or inter.broker.listener.name, not both)", one_of(*SECURITY_PROTOCOLS)),
+    ConfigDef("security.inter.broker.protocol", "string", "PLAINTEXT", "protocol brokers and "
+              "the controller use with each other: the listener of that name (set this or "
+              "inter.broker.listener.name, not both). Left at its default with no listener "
+              "named PLAINTEXT, kafkalite uses the first listener (Kafka refuses to start)",
+              one_of(*SECURITY_PROTOCOLS)),
     ConfigDef("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism "
               "brokers use with each other when the inter-broker listener is SASL: PLAIN, "
               "SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's default GSSAPI is refused at start-up: "

@@ -71,6 +71,20 @@ def test_listener_overrides():
             BrokerConfig.from_dict({**BASE, bad[0]: bad[1]})
 
 
+def test_inter_broker_listener_follows_kafkas_default_protocol():
+    """security.inter.broker.protocol defaults to PLAINTEXT, as in Kafka: the listener named
+    PLAINTEXT carries brokers' requests to each other, wherever it stands in listeners; with no
+    listener of that name Kafka refuses to start, kafkalite takes the first listener."""
+    assert BrokerConfig.from_dict(BASE).security_inter_broker_protocol == "PLAINTEXT"
+    both = BrokerConfig.from_dict({**BASE, "listeners": "SSL://:1,PLAINTEXT://:2"})
+    assert both.inter_broker_listener == "PLAINTEXT"
+    assert BrokerConfig.from_dict({**BASE, "listeners": "INTERNAL://:1,EXTERNAL://:2"}
+                                  ).inter_broker_listener == "INTERNAL"
+    named = BrokerConfig.from_dict({**BASE, "listeners": "SSL://:1,PLAINTEXT://:2",
+                                    "inter.broker.listener.name": "SSL"})
+    assert named.inter_broker_listener == "SSL"        # the default is not "given": no clash
+
+
 def test_kafkas_gssapi_defaults_are_refused_at_start_up():
     """Kafka 2.8's defaults are sasl.enabled.mechanisms=GSSAPI and
     sasl.mechanism.inter.broker.protocol=GSSAPI; kafkalite reports them as its defaults too,
