@@ -9,7 +9,9 @@ partitions), recompression to a topic's compression.type (topic-compression-reco
 broker's dynamic log.retention.ms (broker-dynamic-log-retention) -- were fixed while the suite
 was being built, so they have no entry; so were the Produce refusals, OffsetForLeaderEpoch above
 the latest epoch, message.timestamp.difference.max.ms, the cleaner's timing, FindCoordinator's
-key types and empty group, OffsetForLeaderEpoch's ACL rule and authorized operations (KIP-430).
+key types and empty group, OffsetForLeaderEpoch's ACL rule, authorized operations (KIP-430), and
+CreateTopics/CreatePartitions/DeleteTopics (Kafka's checks, wording, KIP-525 answers, NOT_CONTROLLER
+away from the controller).
 
 INTERMITTENT names the entries whose difference is one of timing that a run may miss: there a
 "same" answer is reported as allowlisted (saying so), not as stale.
@@ -21,37 +23,8 @@ from __future__ import annotations
 #: as Kafka's does, so the compaction scenarios answer the same every run)
 INTERMITTENT: frozenset[str] = frozenset()
 
-_KIP_525 = ("issue 23: CreateTopics v5+ answers carry the new topic's configs (KIP-525); "
-            "kafkalite answers none")
-
 ALLOWLIST: dict[str, str] = {
     # --- topics / metadata -----------------------------------------------------------------
-    "create-topic-answer-v5": _KIP_525,
-    "create-topic-colliding-name": (
-        "issue 24: Kafka refuses a topic whose name collides with an existing one once '.' "
-        "and '_' are taken as the same (metric names); kafkalite creates both"),
-    "create-topic-non-positive-counts": (
-        "issue 24: Kafka refuses num_partitions 0 or below -1 (INVALID_PARTITIONS) and "
-        "replication_factor 0 (INVALID_REPLICATION_FACTOR); kafkalite takes them as defaults"),
-    "create-topic-refused-answer-fields": (
-        "issue 24: a refused topic in a CreateTopics v5 answer has num_partitions and "
-        "replication_factor -1 in Kafka; kafkalite echoes the requested counts"),
-    "create-topic-error-messages": (
-        "issue 24: CreateTopics error messages are kafkalite's own wording, not Kafka's "
-        "(kafka-topics prints them to users)"),
-    "create-topic-assignment-unknown-broker": (
-        "issue 24: Kafka 2.8 accepts an explicit replica assignment naming a broker that does "
-        "not exist (the partition stays offline); kafkalite refuses it with "
-        "INVALID_REPLICA_ASSIGNMENT -- stricter, but not what Kafka answers"),
-    "create-topic-assignment-and-counts": (
-        "issue 24: Kafka refuses a topic giving both a partition count and an assignment "
-        "(INVALID_REQUEST); kafkalite accepts it"),
-    "create-topic-on-non-controller": (
-        "issue 24: Kafka 2.8 answers CreateTopics at a broker that is not the controller with "
-        "NOT_CONTROLLER; kafkalite serves it at any broker"),
-    "create-partitions-messages": (
-        "issue 24: kafkalite's CreatePartitions message for an unknown broker adds the broker "
-        "list to Kafka's wording"),
     "api-versions-full-table": (
         "issue 23: kafkalite does not advertise Kafka 2.8's transaction, reassignment, quota, "
         "delegation-token, log-dir, SCRAM-admin, ElectLeaders, DescribeProducers, "
