@@ -154,8 +154,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(1)),
     ConfigDef("log.flush.interval.ms", "long", None, "fsync at least this often "
               "(default: never, by time)", at_least(0)),
-    ConfigDef("log.flush.scheduler.interval.ms", "long", 1000, "how often the flusher checks",
-              at_least(1)),
+    ConfigDef("log.flush.scheduler.interval.ms", "long", LONG_MAX, "how often the flusher checks "
+              "which logs' flush.ms has passed (Kafka's default: never); also flush.ms's "
+              "default when log.flush.interval.ms is unset", at_least(1)),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", "int", 60000, "how often recovery "
               "points are checkpointed", at_least(0)),
     ConfigDef("log.message.timestamp.type", "string", "CreateTime", "CreateTime or "
@@ -528,8 +529,12 @@ class BrokerConfig(_BrokerConfigBase):
 
     def topic_defaults(self) -> TopicConfig:
         """The TopicConfig a topic gets when /config/topics/<t> overrides nothing."""
+        # Kafka's logFlushIntervalMs: log.flush.interval.ms, else the scheduler interval
+        flush_ms = self.log_flush_interval_ms
+        if flush_ms is None:
+            flush_ms = self.log_flush_scheduler_interval_ms
         derived = {"log.retention.ms": self.retention_ms, "log.roll.ms": self.roll_ms,
-                   "log.flush.interval.ms": self.log_flush_interval_ms}
+                   "log.flush.interval.ms": flush_ms}
         values = {}
         for definition in TOPIC_CONFIGS:
             source = definition.topic_name

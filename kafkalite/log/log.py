@@ -860,6 +860,14 @@ class Log:
         if self._roll_flush_offset is not None and self._roll_flush_offset <= target:
             self._roll_flush_offset = None
 
+    def flush_rolled(self) -> bool:
+        """Flush what a roll left behind (Kafka flushes a rolled segment at once). True if it
+        flushed."""
+        if self._closed or self._roll_flush_offset is None:
+            return False
+        self.flush(self._roll_flush_offset)
+        return True
+
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush what a roll left behind, or everything when ``flush.ms`` has passed since the
         last flush. Called by the LogManager's flush task. True if it flushed."""

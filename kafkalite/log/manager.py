@@ -12,8 +12,10 @@ marker was absent. Then four tasks run on the injected reactor:
   backs off between passes): compaction of ``compact`` logs, then their ``delete_old_segments``
   (retention for ``compact,delete``; the log start offset for all), as Kafka's cleaner owns
   the retention of compacted logs;
-* flush (``log.flush.scheduler.interval.ms``): ``Log.maybe_flush`` -- rolled segments, and
-  ``flush.ms``;
+* flush (``log.flush.scheduler.interval.ms``, Kafka's default Long.MAX: never): ``Log.maybe_flush``
+  of the logs whose ``flush.ms`` has passed; rolled segments are flushed apart, within a second
+  (``ROLL_FLUSH_INTERVAL_MS``, or the flush interval if shorter), as Kafka flushes a rolled
+  segment at once on its scheduler;
 * checkpoint (``log.flush.offset.checkpoint.interval.ms``): recovery points and log start
   offsets.
 
@@ -59,6 +61,11 @@ from kafkalite.topic_partition import TopicPartition
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: rolled segments are flushed within this long (Kafka flushes them at once, on its scheduler)
+ROLL_FLUSH_INTERVAL_MS = 1000
+#: a task interval above this (about 24.8 days; Kafka's default flush interval is Long.MAX) is
+#: never scheduled: the reactor's poll cannot wait that long
+MAX_LOOP_INTERVAL_MS = 2**31 - 1
 DELETE_DIR_SUFFIX = "-delete"
 
 
@@ -162,7 +169,10 @@ class LogManager(service.Service):
         super().startService()
         self._start_loop(self.cleanup_logs, self.retention_check_interval_ms, "retention")
         self._schedule_cleaner()
-        self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
+        self._start_loop(self.flush_rolled_segments,
+                         min(self.flush_check_interval_ms, ROLL_FLUSH_INTERVAL_MS), "roll flush")
+        if self.flush_check_interval_ms <= MAX_LOOP_INTERVAL_MS:
+            self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
         if self.checkpoint_interval_ms > 0:
             self._start_loop(self.checkpoint_logs, self.checkpoint_interval_ms, "checkpoint")
 
@@ -422,13 +432,19 @@ class LogManager(service.Service):
 
     def flush_dirty_logs(self) -> None:
         now = self.clock_ms()
+        self._each_live_log(lambda log_: log_.maybe_flush(now), "flush")
+
+    def flush_rolled_segments(self) -> None:
+        self._each_live_log(lambda log_: log_.flush_rolled(), "flush")
+
+    def _each_live_log(self, action: Callable, what: str) -> None:
         for tp, log_ in list(self._logs.items()):
             if self.failure_channel.is_offline(log_.parent_dir):
                 continue
             try:
-                log_.maybe_flush(now)
+                action(log_)
             except Exception:  # noqa: BLE001
-                log.exception("flush of %s-%d failed", *tp)
+                log.exception("%s of %s-%d failed", what, *tp)
 
     def checkpoint_logs(self, raise_errors: bool = False) -> None:
         """Write every live data dir's recovery-point and log-start-offset checkpoints. A

@@ -116,6 +116,33 @@ def test_retention_flush_and_checkpoints_run_on_the_clock(tmp_path):
     assert not any(call.active() for call in clock.getDelayedCalls())
 
 
+def test_kafkas_default_flush_interval_never_checks_flush_ms(tmp_path):
+    """log.flush.scheduler.interval.ms defaults to Long.MAX, as in Kafka: no flush.ms checks
+    (nor, by default, any flush.ms: it defaults to that interval), while rolled segments are
+    still flushed within a second, as Kafka flushes them at once."""
+    broker = BrokerConfig.from_dict({"broker.id": 1, "zookeeper.connect": "zk:1",
+                                     "log.dirs": str(tmp_path)})
+    assert broker.log_flush_scheduler_interval_ms == 2**63 - 1
+    assert broker.topic_defaults().flush_ms == 2**63 - 1
+    assert BrokerConfig.from_dict({"broker.id": 1, "zookeeper.connect": "zk:1",
+                                   "log.flush.scheduler.interval.ms": "700"}
+                                  ).topic_defaults().flush_ms == 700    # Kafka's fallback
+    clock = _clock()
+    manager = LogManager([str(tmp_path)], topic_config(segment_bytes=300, flush_ms=1), clock,
+                         flush_check_interval_ms=broker.log_flush_scheduler_interval_ms)
+    manager.startService()
+    log = manager.get_or_create_log("t", 0)
+    for i in range(4):
+        log.append(make_batch(2, timestamp=START_MS + i))
+    rolled = log.segments[-1].base_offset
+    assert rolled > 0 and log.recovery_point < rolled
+    clock.advance(1.0)                    # the roll flush: rolled segments only
+    assert log.recovery_point == rolled < log.log_end_offset
+    clock.advance(3600.0)                 # flush.ms=1 passed long ago, but nothing checks it
+    assert log.recovery_point == rolled
+    manager.stopService()
+
+
 def test_new_logs_go_to_the_emptiest_dir(tmp_path):
     clock = _clock()
     dirs = [tmp_path / "a", tmp_path / "b"]
