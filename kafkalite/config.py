@@ -26,8 +26,8 @@ from typing import Any, Mapping
 # the table's machinery lives in config_defs; its names are re-exported here, where callers
 # have always found them
 from kafkalite.config_defs import (  # noqa: F401
-    ConfigDef, Validator, at_least, between, each_one_of, listeners_valid, non_empty, one_of,
-    parse_overrides, compression_type, read_properties,
+    ConfigDef, Validator, as_given, at_least, between, each_one_of, listeners_valid, non_empty,
+    one_of, parse_overrides, compression_type, read_properties,
 )
 from kafkalite.config_kafka_names import (  # noqa: F401
     BROKER_NO_EFFECT, NOT_KAFKA_BROKER_CONFIGS, TOPIC_NO_EFFECT, closest_name, no_effect_note,
@@ -308,15 +308,6 @@ def _parse_broker(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str],
     return parsed, no_effect, unknown
 
 
-def _as_given(value: Any) -> str:
-    """A given value as a properties file would hold it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value)
-    return str(value)
-
-
 def check_topic_config_name(name: str) -> None:
     """ConfigError (INVALID_CONFIG on the wire) unless ``name`` is a Kafka topic config
     (applied or accepted without effect), worded as Kafka's, naming the closest known name."""
@@ -376,7 +367,7 @@ class BrokerConfig(_BrokerConfigBase):
         """The config of ``values`` (Kafka's names). A bad value of a known key raises
         ConfigError; Kafka's keys without effect in kafkalite and unknown keys are accepted and
         named by ``startup_notes`` (``strict`` is kept for callers; it changes nothing here)."""
-        given = {str(k): _as_given(v) for k, v in values.items()}
+        given = {str(k): as_given(v) for k, v in values.items()}
         overrides, values, listener_no_effect = split_listener_overrides(values, BROKER_BY_NAME)
         parsed, no_effect, unknown = _parse_broker(values)
         derive_listeners(parsed, values)

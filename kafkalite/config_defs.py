@@ -118,6 +118,15 @@ class ConfigDef:
         return tuple(raw) if self.type == "list" else raw
 
 
+def as_given(value: Any) -> str:
+    """A value given in code (an int, a bool, a list) as a properties file would hold it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
 def read_properties(path: str | Path) -> dict[str, str]:
     """Read a Java-style .properties file (``key=value`` or ``key: value``, ``#``/``!`` comments,
     backslash line continuations)."""
