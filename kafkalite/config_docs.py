@@ -106,8 +106,11 @@ def render() -> str:
         "accepted by kafkalite: **applied** (the table in `kafkalite/config.py`), or accepted "
         "with **no effect** (`kafkalite/config_kafka_names.py`, each with why). No Kafka name is "
         "refused. A broker names the no-effect keys it was given once, in one INFO line at "
-        "start-up. The values of no-effect keys (broker or topic) are not checked; a value of an applied key that kafkalite "
-        "cannot honour is refused with the key, the value and what is allowed.",
+        "start-up. The values of no-effect keys are not checked, except that AlterConfigs and "
+        "IncrementalAlterConfigs refuse a topic config's value that Kafka's type cannot parse; "
+        "a value of an applied key that kafkalite cannot honour is refused with the key, the "
+        "value and what is allowed. DescribeConfigs lists Kafka's names with Kafka's types "
+        "and defaults (`kafkalite/config_kafka_table.py`, from Kafka's jars).",
         "",
         "A broker key that is not a Kafka 2.8 config gets Kafka's warning, with the closest "
         "known name (`The configuration 'x' was supplied but isn't a known config. Did you mean "
