@@ -19,7 +19,10 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.config_kafka_table import KAFKA_LISTED_BROKER_CONFIGS, KAFKA_TOPIC_DEFS
+from kafkalite.config_kafka_table import (
+    KAFKA_BROKER_DEFS, KAFKA_LISTED_BROKER_CONFIGS, KAFKA_TOPIC_DEFS,
+)
+from kafkalite.testing.cluster import wait_until
 from kafkalite.testing.conformance import raw
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 
@@ -71,9 +74,13 @@ def test_broker_lists_kafkas_configs(system):
     described = _describe(_address(system, 1), BROKER, "1")
     configs = described["configs"]
     given = {n for n, entry in configs.items() if entry[1] == STATIC}
-    assert set(configs) - given == set(KAFKA_LISTED_BROKER_CONFIGS) - given
-    assert not {"super.users", "allow.everyone.if.no.acl.found", "zookeeper.auth.digest",
-                "process.roles"} & set(configs)
+    # Kafka 2.8 lists its internal (KRaft early-access) configs too once any dynamic broker
+    # config has changed on the broker (KafkaConfig.nonInternalValues then answers
+    # currentConfig.values): a Kafka bug kafkalite does not copy, so they are set aside here
+    internal = {n for n, d in KAFKA_BROKER_DEFS.items() if d.internal}
+    assert set(configs) - given - internal == set(KAFKA_LISTED_BROKER_CONFIGS) - given
+    assert not {"super.users", "allow.everyone.if.no.acl.found", "zookeeper.auth.digest"} & \
+        set(configs)
     # (value, source, read-only, sensitive, type, synonyms)
     assert configs["num.io.threads"] == ("8", DEFAULT, False, False, 3,
                                          [("num.io.threads", "8", DEFAULT)])
@@ -93,6 +100,9 @@ def test_topic_lists_kafkas_configs_and_synonyms(system):
     admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])[
         topic].result(30)
     try:
+        # the broker asked may learn of the new topic a moment after the controller
+        wait_until(lambda: _describe(address, TOPIC, topic)["error"] == "NONE", 30,
+                   f"broker 1 to know {topic}")
         configs = _describe(address, TOPIC, topic)["configs"]
         assert set(configs) == set(KAFKA_TOPIC_DEFS)
         assert configs["retention.ms"] == ("3600000", TOPIC_SOURCE, False, False, 5,
