@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka_tool_checks import (KAFKA, KAFKALITE, admin, produce, tool, unique,
                                wait_for_leaders, zk_address)
 
+from kafkalite.config_kafka_table import KAFKA_BROKER_DEFS
 from kafkalite.testing.cluster import wait_until
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS
 
@@ -132,6 +133,9 @@ def test_broker_configs_describe_all_matches_kafka(broker_configs):
     # internal topics' replication): harness, not system
     per_cluster |= {k for out in every.values() for k, v in out.items()
                     if "STATIC_BROKER_CONFIG:" in v[2] and k not in SHARED_SETTINGS}
+    # Kafka 2.8 lists its internal (KRaft) configs too once a dynamic broker config has changed
+    # in the session (KafkaConfig.nonInternalValues then answers every value): a Kafka bug
+    per_cluster |= {k for k, d in KAFKA_BROKER_DEFS.items() if d.internal}
     kafkalite = {k: v for k, v in every[KAFKALITE].items() if k not in per_cluster}
     kafka = {k: v for k, v in every[KAFKA].items() if k not in per_cluster}
     assert sorted(set(kafkalite) - set(kafka)) == []
