@@ -8,6 +8,7 @@ the Apache Kafka oracle wherever they do not depend on timing.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 
@@ -106,7 +107,9 @@ def test_dump_log_reads_kafkalites_segments(kafka_systems):
                            ("4", "", "k4", "v4" * 100)], text
         assert all(dump[2] == text for dump in dumps), "a follower's segment differs"
         outputs[name] = text
-    assert outputs[KAFKALITE] == outputs[KAFKA]
+    assert outputs[KAFKALITE] == outputs[KAFKA], "\n".join(difflib.unified_diff(
+        outputs[KAFKA].splitlines(), outputs[KAFKALITE].splitlines(), "kafka", "kafkalite",
+        lineterm=""))
 
 
 def _api_versions(text: str) -> dict[int, dict[str, str]]:
@@ -189,11 +192,19 @@ def test_delete_records_and_get_offsets(kafka_systems, tmp_path):
 
 
 def _events(lines: list[dict]) -> list[str]:
-    """The verifiable clients' event names, in order, runs of the same name folded into one."""
+    """The verifiable clients' event names, in order, runs of the same name folded into one,
+    and so are repeated consume-and-commit rounds: how many polls 20 records take depends on
+    when they reach the consumer (on a loaded machine they may come in two fetches), on either
+    system."""
     names: list[str] = []
     for line in lines:
-        if not names or names[-1] != line["name"]:
-            names.append(line["name"])
+        name = line["name"]
+        if names and names[-1] == name:
+            continue
+        if (name == "records_consumed" and names[-2:] == ["records_consumed",
+                                                          "offsets_committed"]):
+            continue
+        names.append(name)
     return names
 
 

@@ -177,20 +177,7 @@ def consume_all(ctx: Context, topic: str, expected: int, partition: int = 0, off
     c = consumer(ctx, **conf)
     try:
         c.assign([TopicPartition(topic, partition, offset)])
-        records: list[dict] = []
-        deadline = time.monotonic() + ctx.timeout_s
-        while len(records) < expected and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                records.append({"error": error(msg.error())})
-                break
-            records.append({"offset": msg.offset(), "key": _text(msg.key()),
-                            "value": _text(msg.value())})
-        return records
+        return _poll_records(c, ctx.timeout_s, lambda records: len(records) >= expected)
     finally:
         c.close()
 
@@ -204,24 +191,30 @@ def read_to_end(ctx: Context, topic: str, partition: int = 0) -> list[dict]:
     c = consumer(ctx)
     try:
         c.assign([TopicPartition(topic, partition, low)])
-        seen: list[dict] = []
-        deadline = time.monotonic() + ctx.timeout_s
-        while time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                seen.append({"error": error(msg.error())})
-                break
-            seen.append({"offset": msg.offset(), "key": _text(msg.key()),
-                         "value": _text(msg.value())})
-            if msg.offset() >= high - 1:
-                break
-        return seen
+        return _poll_records(c, ctx.timeout_s,
+                             lambda seen: bool(seen) and seen[-1].get("offset", -1) >= high - 1)
     finally:
         c.close()
+
+
+def _poll_records(c, timeout_s: float, done) -> list[dict]:
+    """Records polled from ``c`` as {offset, key, value} until ``done(records)`` or the
+    deadline; a consumer error ends the list as {"error": ...} (end-of-partition events are
+    not errors)."""
+    records: list[dict] = []
+    deadline = time.monotonic() + timeout_s
+    while not done(records) and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                continue
+            records.append({"error": error(msg.error())})
+            break
+        records.append({"offset": msg.offset(), "key": _text(msg.key()),
+                        "value": _text(msg.value())})
+    return records
 
 
 def _text(data: bytes | None) -> str | None:
