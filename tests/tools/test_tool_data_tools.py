@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -64,13 +65,16 @@ _RECORD = re.compile(r"\| offset: (\d+) .*headerKeys: \[(.*?)\] key: (\S*) paylo
 def _produce_batches(bootstrap: str, topic: str) -> None:
     """Two batches of keyed records (one with a header, one gzip-compressed: values long enough
     that librdkafka does not send them uncompressed), each flushed on its own, so both systems
-    store the same batches."""
+    store the same batches. Every record carries the same timestamp: records stamped in
+    different milliseconds (a loaded machine) would have longer timestamp deltas, and so batches
+    of other sizes on one system than on the other."""
+    timestamp = int(time.time() * 1000)
     for codec, records in (("none", [(b"k0", b"v0"), (b"k1", b"v1"), (b"k2", b"v2")]),
                            ("gzip", [(b"k3", b"v3" * 100), (b"k4", b"v4" * 100)])):
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 0,
                              "linger.ms": 200, "compression.type": codec})
         for key, value in records:
-            producer.produce(topic, value=value, key=key, partition=0,
+            producer.produce(topic, value=value, key=key, partition=0, timestamp=timestamp,
                              headers=[("h", b"1")] if key == b"k1" else None)
         assert producer.flush(30) == 0
 
