@@ -735,7 +735,7 @@ class Log:
             raise self._storage_error(exc, "compact") from exc
 
     def _compact(self, now_ms: int | None, force: bool) -> CompactionResult | None:
-        from kafkalite.record.batch import BatchBuilder, read_batch
+        from kafkalite.record.batch import read_batch, rebuild_batch
 
         now = self._clock() if now_ms is None else now_ms
         inactive = self._segments[:-1]
@@ -772,15 +772,7 @@ class Log:
                 if len(keep) == len(records):
                     chunk = bytes(data[pos:pos + header.size])
                 elif keep:
-                    builder = BatchBuilder(
-                        compression=header.compression, base_offset=header.base_offset,
-                        partition_leader_epoch=header.partition_leader_epoch,
-                        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-                        base_sequence=header.base_sequence, timestamp_type=header.timestamp_type)
-                    for r in keep:
-                        builder.append(r.timestamp, r.key, r.value, r.headers,
-                                       offset_delta=r.offset - header.base_offset)
-                    chunk = builder.build()
+                    chunk = rebuild_batch(header, keep, header.compression)
                 else:
                     chunk = b""
                 if chunk:

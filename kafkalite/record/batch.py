@@ -36,7 +36,7 @@ from kafkalite.record.v2 import (
 )
 
 __all__ = [
-    "Record", "BatchBuilder", "build_batch", "build_batch_columns", "read_batch",
+    "Record", "BatchBuilder", "build_batch", "build_batch_columns", "rebuild_batch", "read_batch",
     "iter_batches", "iter_records", "validate_batch_bytes", "CREATE_TIME", "LOG_APPEND_TIME",
 ]
 
@@ -215,6 +215,22 @@ class BatchBuilder:
             raise IllegalStateError("cannot build a record batch with no records")
         return self._sealer.seal(self._builder.build(), self._count, self._last_delta,
                                  self._first_ts, self._max_ts)
+
+
+def rebuild_batch(header, records, compression) -> bytes:
+    """``records`` (decoded from the batch ``header`` describes) built again as one batch with
+    ``compression``, keeping the header's base offset, leader epoch, producer id/epoch/sequence,
+    timestamp type and each record's offset delta: the log cleaner (fewer records, same codec)
+    and a topic's compression.type (same records, another codec) both rebuild so."""
+    builder = BatchBuilder(
+        compression=compression, base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, timestamp_type=header.timestamp_type)
+    for record in records:
+        builder.append(record.timestamp, record.key, record.value, record.headers,
+                       offset_delta=record.offset - header.base_offset)
+    return builder.build()
 
 
 def build_batch(records, compression="none", base_offset: int = 0,

@@ -15,7 +15,7 @@ Pure: bytes in, bytes out; the caller has checked CRCs and headers.
 
 from __future__ import annotations
 
-from kafkalite.record.batch import BatchBuilder
+from kafkalite.record.batch import rebuild_batch
 from kafkalite.record.compression import NONE, compression_id
 from kafkalite.record.header import COMPRESSION_MASK, CONTROL_BIT, TRANSACTIONAL_BIT
 from kafkalite.record.reader import iter_batches
@@ -50,14 +50,6 @@ def recompress(data, codec: int) -> bytes:
         if not converts(header.attributes, codec):
             out.append(bytes(view[pos:pos + header.size]))
         else:
-            builder = BatchBuilder(
-                compression=codec, base_offset=header.base_offset,
-                partition_leader_epoch=header.partition_leader_epoch,
-                producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-                base_sequence=header.base_sequence, timestamp_type=header.timestamp_type)
-            for record in records:
-                builder.append(record.timestamp, record.key, record.value, record.headers,
-                               offset_delta=record.offset - header.base_offset)
-            out.append(builder.build())
+            out.append(rebuild_batch(header, records, codec))
         pos += header.size
     return b"".join(out)
