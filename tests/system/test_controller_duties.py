@@ -65,7 +65,9 @@ def test_preferred_leader_election_on_demand(kafkalite_cluster_factory, zk):
 def test_controlled_shutdown_moves_leadership_before_stopping(kafkalite_cluster_factory):
     cluster = kafkalite_cluster_factory(2)
     create_topic(cluster.bootstrap_servers, "calm", 4, 2)
-    led = [p for p in range(4) if cluster.leader_of("calm", p) == 1]
+    # every broker's metadata must agree first: right after CreateTopics one of them may not
+    # have had its UpdateMetadata yet, and would name no leader
+    led = [p for p in range(4) if cluster.wait_for_leader("calm", p) == 1]
     assert led
     assert cluster.terminate(1) == 0          # SIGTERM: a clean, controlled shutdown
     log = open(cluster.brokers[1].log_path).read()

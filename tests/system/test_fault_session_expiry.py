@@ -62,9 +62,9 @@ def test_paused_broker_session_expires_then_it_rejoins(fault_cluster_factory):
     kafka, step, topic = cluster.kafka, Steps(), "expire-broker"
     producer = _start(cluster, topic)
     controller = cluster.controller_id()
-    partition, victim = next((p, kafka.leader_of(topic, p)) for p in range(PARTITIONS)
-                             if kafka.leader_of(topic, p) != controller)
-    led = [p for p in range(PARTITIONS) if kafka.leader_of(topic, p) == victim]
+    leaders = {p: kafka.wait_for_leader(topic, p) for p in range(PARTITIONS)}
+    partition, victim = next((p, leader) for p, leader in leaders.items() if leader != controller)
+    led = [p for p, leader in leaders.items() if leader == victim]
 
     cluster.pause(victim)
     wait_until(lambda: victim not in cluster.registered_brokers(), 60,

@@ -117,7 +117,7 @@ def test_controller_kill_then_broker_failure(kafkalite_cluster_factory, zk_clien
     assert zk_client.get_controller_epoch().epoch == epoch + 1
     # leadership still moves when a broker dies after the failover
     victim = next(b for b in cluster.brokers if b not in (first, second))
-    led = [p for p in range(3) if cluster.leader_of("ctl", p) == victim]
+    led = [p for p in range(3) if cluster.wait_for_leader("ctl", p) == victim]
     cluster.kill(victim)
     for p in range(3):
         wait_until(lambda: cluster.leader_of("ctl", p) == second, 60,
