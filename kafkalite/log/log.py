@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import struct
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -65,21 +64,28 @@ from kafkalite.log.timestamps import check_create_times
 from kafkalite.record import header as hdr
 from kafkalite.record.batch import validate_batch_bytes
 from kafkalite.record.compression import SUPPORTED as _SUPPORTED_CODECS
+from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
+    F_ATTRIBUTES,
+    F_BASE_OFFSET,
+    F_CRC,
+    F_EPOCH,
+    F_LAST_DELTA,
+    F_LENGTH,
+    F_MAGIC,
+    F_MAX_TS,
+    F_RECORD_COUNT,
+)
 from kafkalite.record.legacy import is_msgpack_batch
 from kafkalite.record.recompress import converts, recompress, target_codec
 
 log = logging.getLogger(__name__)
 
 # base_offset, batch_length, partition_leader_epoch: the patchable prefix, outside the CRC
-_PREFIX = struct.Struct(">qii")
-assert hdr.BASE_OFFSET_POS == 0 and hdr.LENGTH_POS == 8 and hdr.LEADER_EPOCH_POS == 12
+_PREFIX = hdr.PATCHABLE
 _PREFIX_SIZE = _PREFIX.size  # 16
 _MAX_RELATIVE = 0x7FFFFFFF  # offsets relative to a segment's base are int32
 _COPY_ABOVE_BATCHES = 256    # more batches than this: one copy beats hundreds of iovecs
 
-# positions in the tuple header.HEADER.unpack_from returns (BatchHeader's field order)
-_F_BASE_OFFSET, _F_LENGTH, _F_EPOCH, _F_MAGIC, _F_CRC, _F_ATTRIBUTES, _F_LAST_DELTA = range(7)
-_F_MAX_TS, _F_RECORD_COUNT = 8, 12
 _UNPACK = hdr.HEADER.unpack_from
 _HEADER_SIZE = hdr.HEADER_SIZE
 _OVERHEAD = hdr.LOG_OVERHEAD
@@ -357,7 +363,7 @@ class Log:
             check_create_times(view, batches_in, self._clock(),
                                self.config.message_timestamp_difference_max_ms)
         codec = target_codec(self.config.compression_type) if assign_offsets else None
-        if codec is not None and any(converts(f[_F_ATTRIBUTES], codec)
+        if codec is not None and any(converts(f[F_ATTRIBUTES], codec)
                                      for _p, _s, f in batches_in):
             # the topic's compression.type differs from the producer's codec: the leader stores
             # the batches re-encoded (Kafka's LogValidator); followers copy the leader's bytes
@@ -385,14 +391,14 @@ class Log:
         if assign_offsets:
             next_offset = leo
             for pos, _size, f in batches_in:
-                last = next_offset + f[_F_LAST_DELTA]
+                last = next_offset + f[F_LAST_DELTA]
                 batches.append((pos, next_offset, last, now if log_append_time else
-                                f[_F_MAX_TS]))
+                                f[F_MAX_TS]))
                 next_offset = last + 1
         else:
             expected = leo
             for pos, _size, f in batches_in:
-                base = f[_F_BASE_OFFSET]
+                base = f[F_BASE_OFFSET]
                 if base < expected:
                     if pos == 0:
                         raise UnexpectedAppendOffsetError(
@@ -401,8 +407,8 @@ class Log:
                     raise UnexpectedAppendOffsetError(
                         f"{self.name}: batch at byte {pos} has base offset {base}, "
                         f"expected at least {expected} (offsets must increase)", base, leo)
-                last = base + f[_F_LAST_DELTA]
-                batches.append((pos, base, last, f[_F_MAX_TS]))
+                last = base + f[F_LAST_DELTA]
+                batches.append((pos, base, last, f[F_MAX_TS]))
                 expected = last + 1
 
         # the data to write: patched prefixes + untouched bodies, or one patched copy
@@ -427,8 +433,8 @@ class Log:
             pack = _PREFIX.pack
             data = []
             for (pos, base, _last, _ts), (_p, size, f) in zip(batches, batches_in):
-                epoch = f[_F_EPOCH] if leader_epoch is None else leader_epoch
-                data.append(pack(base, f[_F_LENGTH], epoch))
+                epoch = f[F_EPOCH] if leader_epoch is None else leader_epoch
+                data.append(pack(base, f[F_LENGTH], epoch))
                 data.append(view[pos + _PREFIX_SIZE:pos + size])
 
         first_offset = batches[0][1]
@@ -452,7 +458,7 @@ class Log:
             self.flush()
         count = 0
         for _pos, _size, f in batches_in:
-            count += f[_F_RECORD_COUNT]
+            count += f[F_RECORD_COUNT]
         return AppendInfo(first_offset, last_offset, max_ts, now, count, total, offset_of_max,
                           self.log_start_offset)
 
@@ -465,10 +471,10 @@ class Log:
                 f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes} "
                 f"of {self.name}")
         base = self._segments[-1]._next_offset
-        last = base + f[_F_LAST_DELTA]
-        max_ts = f[_F_MAX_TS]
-        data = [_PREFIX.pack(base, f[_F_LENGTH],
-                             f[_F_EPOCH] if leader_epoch is None else leader_epoch),
+        last = base + f[F_LAST_DELTA]
+        max_ts = f[F_MAX_TS]
+        data = [_PREFIX.pack(base, f[F_LENGTH],
+                             f[F_EPOCH] if leader_epoch is None else leader_epoch),
                 view[_PREFIX_SIZE:]]
         try:
             segment = self._maybe_roll(size, base, last)
@@ -477,7 +483,7 @@ class Log:
             raise self._storage_error(exc, f"append {size} bytes to") from exc
         if last + 1 - self.recovery_point >= config.flush_messages:
             self.flush()
-        return AppendInfo(base, last, max_ts, -1, f[_F_RECORD_COUNT], size, last,
+        return AppendInfo(base, last, max_ts, -1, f[F_RECORD_COUNT], size, last,
                           self.log_start_offset)
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int) -> LogSegment:
@@ -946,13 +952,13 @@ def _scan_request(view: memoryview, from_producer: bool) -> list[tuple[int, int,
         if n - pos < _HEADER_SIZE:
             break
         f = unpack(view, pos)
-        size = _OVERHEAD + f[_F_LENGTH]
-        delta, count = f[_F_LAST_DELTA], f[_F_RECORD_COUNT]
-        if (f[_F_MAGIC] != _MAGIC or size <= _HEADER_SIZE or pos + size > n or delta < 0
+        size = _OVERHEAD + f[F_LENGTH]
+        delta, count = f[F_LAST_DELTA], f[F_RECORD_COUNT]
+        if (f[F_MAGIC] != _MAGIC or size <= _HEADER_SIZE or pos + size > n or delta < 0
                 or count < 0 or count > delta + 1
-                or (f[_F_ATTRIBUTES] & hdr.COMPRESSION_MASK) not in _SUPPORTED_CODECS
+                or (f[F_ATTRIBUTES] & hdr.COMPRESSION_MASK) not in _SUPPORTED_CODECS
                 or (from_producer and (count == 0 or count != delta + 1))
-                or crc32c(view[pos + _CRC_FROM:pos + size]) != f[_F_CRC]):
+                or crc32c(view[pos + _CRC_FROM:pos + size]) != f[F_CRC]):
             break
         out.append((pos, size, f))
         pos += size

@@ -27,6 +27,14 @@ from typing import Callable, Iterator, Sequence
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
 from kafkalite.log.index import OffsetIndex, TimeIndex
 from kafkalite.record import header as hdr
+from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
+    F_ATTRIBUTES,
+    F_BASE_OFFSET,
+    F_LAST_DELTA,
+    F_LENGTH,
+    F_MAGIC,
+    F_MAX_TS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +44,6 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-
-# positions in the tuple header.HEADER.unpack_from returns (the field order of BatchHeader)
-F_BASE_OFFSET, F_LENGTH, F_EPOCH, F_MAGIC, F_CRC, F_ATTRIBUTES, F_LAST_DELTA, F_FIRST_TS, \
-    F_MAX_TS, F_PRODUCER_ID, F_PRODUCER_EPOCH, F_BASE_SEQUENCE, F_RECORD_COUNT = range(13)
 
 _HEADER = hdr.HEADER
 _HEADER_SIZE = hdr.HEADER_SIZE

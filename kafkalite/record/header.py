@@ -1,4 +1,4 @@
-"""The fixed 61-byte record batch header (Kafka's v2 layout, DESIGN section 6).
+"""The fixed 61-byte record batch header (Kafka's v2 layout).
 
     base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 | crc u32 |
     attributes i16 | last_offset_delta i32 | first_timestamp i64 | max_timestamp i64 |
@@ -8,8 +8,11 @@
 bytes. The CRC32C covers everything from ``attributes`` to the end, which is why a broker may patch
 ``base_offset`` and ``partition_leader_epoch`` in place without recomputing it.
 
-This module is the only place that knows these byte positions; the log scans stored files with it
-and the record codec builds batches with it.
+This module is the only place that knows these byte positions and struct formats: the log scans
+and patches stored batches with them, the record codec builds batches with them and the producer
+state reads a request's producer id with them. Hot paths keep their speed by binding the
+precompiled ``struct.Struct`` objects defined here (``HEADER``, ``PREFIX``, ``CRC_COVERED``,
+``PATCHABLE``, the one-field ``I64``/``I32``/``I16``/``U32``) to module globals of their own.
 """
 
 from __future__ import annotations
@@ -21,21 +24,54 @@ from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_FORMAT = ">qiibIhiqqqhii"  # every field, in order (see the docstring)
+HEADER = struct.Struct(HEADER_FORMAT)
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # base_offset + batch_length: the part outside batch_length
 MAGIC = 2
 
+# byte position of each field inside a batch
 BASE_OFFSET_POS = 0
 LENGTH_POS = 8
 LEADER_EPOCH_POS = 12
 MAGIC_POS = 16
 CRC_POS = 17
 ATTRIBUTES_POS = 21  # the CRC covers from here to the end of the batch
+LAST_OFFSET_DELTA_POS = 23
+FIRST_TIMESTAMP_POS = 27
+MAX_TIMESTAMP_POS = 35
+PRODUCER_ID_POS = 43
+PRODUCER_EPOCH_POS = 51
+BASE_SEQUENCE_POS = 53
+RECORD_COUNT_POS = 57
 
-_BASE_OFFSET = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_LENGTH_AND_EPOCH = struct.Struct(">qi")  # base_offset + batch_length
+# index of each field in the tuple HEADER.unpack_from returns (BatchHeader's field order)
+F_BASE_OFFSET, F_LENGTH, F_EPOCH, F_MAGIC, F_CRC, F_ATTRIBUTES, F_LAST_DELTA, F_FIRST_TS, \
+    F_MAX_TS, F_PRODUCER_ID, F_PRODUCER_EPOCH, F_BASE_SEQUENCE, F_RECORD_COUNT = range(13)
+
+# the positions above must be where HEADER_FORMAT puts each field (checked once, at import)
+for _field, _pos in enumerate((BASE_OFFSET_POS, LENGTH_POS, LEADER_EPOCH_POS, MAGIC_POS, CRC_POS,
+                               ATTRIBUTES_POS, LAST_OFFSET_DELTA_POS, FIRST_TIMESTAMP_POS,
+                               MAX_TIMESTAMP_POS, PRODUCER_ID_POS, PRODUCER_EPOCH_POS,
+                               BASE_SEQUENCE_POS, RECORD_COUNT_POS, HEADER_SIZE)):
+    assert struct.calcsize(HEADER_FORMAT[:_field + 1]) == _pos, (_field, _pos)
+del _field, _pos
+assert HEADER_SIZE == 61 and F_RECORD_COUNT == len(HEADER_FORMAT) - 2
+
+# parts of the header, cut from HEADER_FORMAT so they cannot disagree with it
+#: base_offset, batch_length, partition_leader_epoch, magic, crc: what precedes the CRC'd part
+PREFIX = struct.Struct(HEADER_FORMAT[:1 + F_ATTRIBUTES])
+#: attributes .. record_count: the header fields the CRC covers
+CRC_COVERED = struct.Struct(">" + HEADER_FORMAT[1 + F_ATTRIBUTES:])
+#: base_offset, batch_length, partition_leader_epoch: the prefix a broker patches in place
+PATCHABLE = struct.Struct(HEADER_FORMAT[:1 + F_MAGIC])
+assert PREFIX.size == ATTRIBUTES_POS and PATCHABLE.size == MAGIC_POS
+
+# one big-endian field each, packed and unpacked at the positions above
+I64 = struct.Struct(">q")  # base_offset, timestamps, producer_id
+I32 = struct.Struct(">i")  # batch_length, partition_leader_epoch, deltas, sequence, count
+I16 = struct.Struct(">h")  # attributes, producer_epoch
+U32 = struct.Struct(">I")  # crc
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
@@ -109,7 +145,7 @@ def peek_size(buf, pos: int = 0) -> int | None:
     """Total size of the batch at ``pos`` from its length field, or None if fewer than 12 bytes."""
     if len(buf) - pos < LOG_OVERHEAD:
         return None
-    return LOG_OVERHEAD + _I32.unpack_from(buf, pos + LENGTH_POS)[0]
+    return LOG_OVERHEAD + I32.unpack_from(buf, pos + LENGTH_POS)[0]
 
 
 def compute_crc(buf, pos: int, size: int) -> int:
@@ -153,18 +189,14 @@ def iter_headers(buf, pos: int = 0, end: int | None = None, verify_crc: bool = T
 
 
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    _BASE_OFFSET.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
+    I64.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
-    _I32.pack_into(buf, pos + LEADER_EPOCH_POS, epoch)
+    I32.pack_into(buf, pos + LEADER_EPOCH_POS, epoch)
 
 
 # --- the broker's in-place rewrite of LogAppendTime batches ----------------------------------
-ATTRIBUTES_FIELD = struct.Struct(">h")
-MAX_TIMESTAMP_POS = 35  # after attributes (2), last_offset_delta (4), first_timestamp (8)
-_CRC = struct.Struct(">I")
-
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
     """Mark the batch at ``pos`` as LogAppendTime with ``timestamp`` and re-seal its CRC.
@@ -172,8 +204,8 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
     Unlike the base offset and leader epoch, the attributes and max_timestamp sit inside the CRC,
     so this rewrites it (as Kafka's broker does when ``message.timestamp.type=LogAppendTime``).
     """
-    size = LOG_OVERHEAD + _I32.unpack_from(buf, pos + LENGTH_POS)[0]
-    (attributes,) = ATTRIBUTES_FIELD.unpack_from(buf, pos + ATTRIBUTES_POS)
-    ATTRIBUTES_FIELD.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_BIT)
-    _BASE_OFFSET.pack_into(buf, pos + MAX_TIMESTAMP_POS, timestamp)
-    _CRC.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))
+    size = LOG_OVERHEAD + I32.unpack_from(buf, pos + LENGTH_POS)[0]
+    (attributes,) = I16.unpack_from(buf, pos + ATTRIBUTES_POS)
+    I16.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_BIT)
+    I64.pack_into(buf, pos + MAX_TIMESTAMP_POS, timestamp)
+    U32.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))

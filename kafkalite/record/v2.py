@@ -21,7 +21,6 @@ decompresses first and hands it a copy of the header with the codec bits cleared
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections import deque
 from dataclasses import dataclass
@@ -37,9 +36,13 @@ from kafkalite.record import compression as _codec
 from kafkalite.record.header import (
     ATTRIBUTES_POS,
     COMPRESSION_MASK,
+    CRC_COVERED,
     HEADER_SIZE,
+    I16,
+    LAST_OFFSET_DELTA_POS,
     LOG_OVERHEAD,
     MAGIC,
+    PREFIX,
 )
 
 #: True when aiokafka's C extension is in use (not its pure-Python fallback, ~20x slower)
@@ -82,9 +85,6 @@ def make_records(n: int, *columns) -> list[Record]:
 # aiokafka's builder refuses a record once the batch would pass batch_size; kafkalite's callers
 # size their batches themselves, so the limit is never the one that applies.
 _NO_LIMIT = sys.maxsize
-_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record_count: what the CRC covers
-_PREFIX = struct.Struct(">qiibI")   # base_offset, batch_length, partition_leader_epoch, magic, crc
-assert _PREFIX.size + _TAIL.size == HEADER_SIZE
 
 
 def new_builder() -> DefaultRecordBatchBuilder:
@@ -111,20 +111,20 @@ def seal(built: bytearray, codec: int, level: int | None, base_offset: int,
     if codec == _codec.NONE:  # patch the header in place: one copy of the batch in all
         if len(built) - LOG_OVERHEAD > I32_MAX:
             raise ValueError(f"batch of {len(built)} bytes exceeds the 2 GiB format limit")
-        _TAIL.pack_into(built, ATTRIBUTES_POS, *fields)
+        CRC_COVERED.pack_into(built, ATTRIBUTES_POS, *fields)
         with memoryview(built) as view:
             crc = crc32c(view[ATTRIBUTES_POS:])
-        _PREFIX.pack_into(built, 0, base_offset, len(built) - LOG_OVERHEAD,
-                          partition_leader_epoch, MAGIC, crc)
+        PREFIX.pack_into(built, 0, base_offset, len(built) - LOG_OVERHEAD,
+                         partition_leader_epoch, MAGIC, crc)
         return bytes(built)
     with memoryview(built) as view:  # released before the builder may resize its buffer
         payload = _codec.compress(codec, view[HEADER_SIZE:], level)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
     if batch_length > I32_MAX:
         raise ValueError(f"batch of {batch_length} bytes exceeds the 2 GiB format limit")
-    tail = _TAIL.pack(*fields)
+    tail = CRC_COVERED.pack(*fields)
     crc = crc32c(payload, crc32c(tail))
-    return b"".join((_PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc),
+    return b"".join((PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc),
                      tail, payload))
 
 
@@ -135,7 +135,6 @@ _timestamp_of = attrgetter("timestamp")
 _key_of = attrgetter("key")
 _value_of = attrgetter("value")
 _headers_of = attrgetter("headers")
-_ATTRIBUTES = struct.Struct(">h")
 # Exporters whose memory is NUL-terminated: aiokafka bounds-checks only the first byte of a
 # varint, so a varint running off the end of the buffer reads on; with these it stops at the NUL.
 _SAFE_EXPORTERS = (bytes, bytearray)
@@ -179,8 +178,8 @@ def open_batch(view: memoryview, pos: int, size: int, base_offset: int,
         except CorruptRecordError as exc:
             raise CorruptRecordError(f"{_where(pos, base_offset)}: {exc.message}") from exc
         buf = b"".join((view[pos:pos + ATTRIBUTES_POS],
-                        _ATTRIBUTES.pack(attributes & ~COMPRESSION_MASK),
-                        view[pos + ATTRIBUTES_POS + 2:pos + HEADER_SIZE], section))
+                        I16.pack(attributes & ~COMPRESSION_MASK),
+                        view[pos + LAST_OFFSET_DELTA_POS:pos + HEADER_SIZE], section))
     elif type(view.obj) in _SAFE_EXPORTERS:
         buf = view[pos:pos + size]
     else:  # e.g. an mmap: copy, so no read can run past the end of mapped memory

@@ -10,22 +10,20 @@ batch headers to keep the same table, so a new leader deduplicates retries as we
 
 from __future__ import annotations
 
-import struct
 from collections import deque
 from dataclasses import dataclass, field
 
 from kafkalite.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from kafkalite.record.header import I64, PRODUCER_ID_POS
 
 CACHED_BATCHES = 5
-_PRODUCER_ID = struct.Struct(">q")
-_PRODUCER_ID_POS = 43   # base_offset 8, length 4, epoch 4, magic 1, crc 4, attrs 2, delta 4, ts 16
 
 
 def first_producer_id(records) -> int:
     """The producer id of the first batch in ``records`` (-1: not idempotent), cheaply."""
-    if len(records) < _PRODUCER_ID_POS + 8:
+    if len(records) < PRODUCER_ID_POS + I64.size:
         return -1
-    return _PRODUCER_ID.unpack_from(records, _PRODUCER_ID_POS)[0]
+    return I64.unpack_from(records, PRODUCER_ID_POS)[0]
 
 
 @dataclass
