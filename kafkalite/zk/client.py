@@ -47,7 +47,7 @@ from kafkalite.zk.errors import (
 from kafkalite.zk.ops import (  # noqa: F401 - re-exported: the op types' historic home
     TopicPartition, ZkCheck, ZkCreate, ZkDelete, ZkOp, ZkSetData, ZnodeOps,
 )
-from kafkalite.zk.watch import ZkWatch
+from kafkalite.zk.watch import ChildrenZkWatch, DataZkWatch, ZkWatch
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,6 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
         self._watches_lock = threading.Lock()
         self._closing = False
         self._started = False
-        self._seen_connected = False
         self._kazoo.add_listener(self._on_kazoo_state)
 
     @staticmethod
@@ -187,9 +186,10 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
         self._closing = True
         self._started = False
         with self._watches_lock:
-            for w in self._watches:
-                w._cancelled = True
+            watches = list(self._watches)
             self._watches.clear()
+        for watch in watches:
+            watch.cancel()
         with contextlib.suppress(Exception):
             self._kazoo.stop()
         with contextlib.suppress(Exception):
@@ -231,10 +231,7 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
 
     def _on_kazoo_state(self, state: str) -> None:  # kazoo's connection thread: never block
         if state == KazooState.CONNECTED:
-            zs = ZkState.CONNECTED
-            if self._seen_connected:
-                self._spawn(self._rearm_watches)  # kazoo drops all watches on a disconnect
-            self._seen_connected = True
+            zs = ZkState.CONNECTED  # watches re-arm themselves (kazoo's recipes listen too)
         elif state == KazooState.SUSPENDED:
             zs = ZkState.SUSPENDED
         else:
@@ -248,38 +245,35 @@ class ZkClient(ClusterZkOps, ControllerZkOps, ConsumerZkOps):
         else:
             _call_logged(callback, *args)
 
-    def _spawn(self, fn: Callable[[], Any]) -> None:
-        self._kazoo.handler.spawn(fn)
-
     # -------------------------------------------------------------------------- watches
 
     def watch_children(self, path: str, callback: Callable[[list[str] | None], Any]) -> ZkWatch:
         """Call ``callback(sorted_children)`` now and whenever the children change; ``None`` while
         the znode does not exist. The watch survives reconnections and session expiry."""
-        return self._add_watch(ZkWatch(self, path, "children", callback))
+        return self._start_watch(ChildrenZkWatch(self._kazoo, path, callback, self._deliver,
+                                                 self._forget_watch))
 
     def watch_data(self, path: str,
                    callback: Callable[[bytes | None, int | None], Any]) -> ZkWatch:
         """Call ``callback(data, zk_version)`` now and on every change; ``(None, None)`` while the
         znode does not exist (so deletion and creation are both seen)."""
-        return self._add_watch(ZkWatch(self, path, "data", callback))
+        return self._start_watch(DataZkWatch(self._kazoo, path, callback, self._deliver,
+                                             self._forget_watch))
 
-    def _add_watch(self, watch: ZkWatch) -> ZkWatch:
+    def _start_watch(self, watch: ZkWatch) -> ZkWatch:
+        """Keep ``watch`` (stop() cancels it) and arm it: its first read happens here."""
         self._require_started()
         with self._watches_lock:
             self._watches.add(watch)
-        watch._arm()
+        try:
+            watch.start()
+        except KazooException:  # e.g. NoAuth: as before, logged, and the watch object returned
+            log.exception("watch on %s failed", watch.path)
         return watch
 
     def _forget_watch(self, watch: ZkWatch) -> None:
         with self._watches_lock:
             self._watches.discard(watch)
-
-    def _rearm_watches(self) -> None:
-        with self._watches_lock:
-            watches = list(self._watches)
-        for w in watches:
-            w._arm()
 
     # -------------------------------------------------------------------------- raw helpers
 

@@ -1,94 +1,130 @@
-"""Standing ZooKeeper watches: kazoo's one-shot watches re-armed after every event and every
-reconnection, delivering each distinct value once, in order (see ZkClient.watch_children/data)."""
+"""Standing ZooKeeper watches on kazoo's own recipes (:mod:`kazoo.recipe.watchers`).
+
+kazoo's ``DataWatch`` and ``ChildrenWatch`` read a znode and leave a one-shot watch, read again
+whenever it fires, and read again on every reconnection, including the new session kazoo opens
+after one expired. What kafkalite adds on top:
+
+* delivery through ``deliver(callback, *args)``: ZkClient's, which hops onto the reactor;
+* each distinct value once, in order: ``(data, zk_version)``, or the sorted children;
+* children of a znode that may not exist: ``ChildrenWatch`` stops for good the first time its
+  znode is missing, so a ``DataWatch`` on the same znode follows its existence: ``None`` while it
+  is missing, and a fresh ``ChildrenWatch`` for each incarnation of it (its creation zxid);
+* ``cancel()``: a recipe stops when its function returns False, so a cancelled watch delivers
+  nothing more, and its recipes unhook the next time kazoo calls them.
+
+This module knows nothing of ZkClient: it gets the kazoo client and the delivery hook.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from kazoo.exceptions import (
-    ConnectionLoss, KazooException, NoNodeError, OperationTimeoutError, SessionExpiredError,
-)
-from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType
-
-if TYPE_CHECKING:
-    from kafkalite.zk.client import ZkClient
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 log = logging.getLogger("kafkalite.zk.client")
 
+Deliver = Callable[..., None]    # deliver(callback, *args): runs callback(*args) somewhere
+_NOTHING = object()              # the last value before any was delivered
+
 
 class ZkWatch:
-    """A standing watch on one znode's children or data, re-armed after every event and every
-    reconnection; the callback sees each distinct value once, in order. ``cancel()`` stops it."""
+    """A standing watch on one znode; ``cancel()`` stops it (no callback runs after that)."""
 
-    def __init__(self, client: "ZkClient", path: str, kind: str, callback: Callable[..., Any]):
-        self._client = client
+    kind = ""
+
+    def __init__(self, kazoo: KazooClient, path: str, callback: Callable[..., Any],
+                 deliver: Deliver, on_cancel: Callable[["ZkWatch"], None] | None = None):
         self.path = path
-        self.kind = kind
+        self._kazoo = kazoo
         self._callback = callback
-        self._lock = threading.Lock()
+        self._deliver = deliver
+        self._on_cancel = on_cancel
+        # reentrant: without a reactor the callback runs under it, and may cancel its own watch
+        self._lock = threading.RLock()
         self._cancelled = False
-        self._last: Any = object()
+        self._last: Any = _NOTHING
 
     @property
     def active(self) -> bool:
         return not self._cancelled
 
+    def start(self) -> "ZkWatch":
+        """Read the znode, deliver its value and leave the watch (blocks for the first read)."""
+        raise NotImplementedError
+
     def cancel(self) -> None:
-        self._cancelled = True
-        self._client._forget_watch(self)
-
-    # kazoo thread: a one-shot watch fired
-    def _on_event(self, event: Any) -> None:
-        if self._cancelled:
-            return
-        if event is not None and event.type == EventType.NONE:
-            return  # connection state change: the session listener re-arms us on reconnect
-        self._client._spawn(self._arm)
-
-    def _arm(self) -> None:
-        """Read the znode and leave a watch (runs on a kazoo worker thread or the caller's)."""
-        client = self._client
-        kz = client._kazoo
         with self._lock:
-            while not self._cancelled:
-                try:
-                    if self.kind == "children":
-                        try:
-                            value: Any = sorted(client._wait(kz.get_children_async, self.path,
-                                                             self._on_event))
-                        except NoNodeError:
-                            if client._wait(kz.exists_async, self.path, self._on_event) is not None:
-                                continue  # created in between: read its children
-                            value = None
-                    else:
-                        try:
-                            data, stat = client._wait(kz.get_async, self.path, self._on_event)
-                            value = (data, stat.version)
-                        except NoNodeError:
-                            if client._wait(kz.exists_async, self.path, self._on_event) is not None:
-                                continue
-                            value = (None, None)
-                except (ConnectionLoss, SessionExpiredError, OperationTimeoutError,
-                        KazooTimeoutError):
-                    if client.connected and not self._cancelled:  # a hiccup: try again soon
-                        client._spawn(self._arm_later)
-                    return  # otherwise re-armed when the connection comes back
-                except KazooException:
-                    if not self._cancelled and client._started:
-                        log.exception("watch on %s failed", self.path)
-                    return
-                if value != self._last:
-                    self._last = value
-                    if self.kind == "children":
-                        client._deliver(self._callback, value)
-                    else:
-                        client._deliver(self._callback, *value)
-                return
+            self._cancelled = True
+        if self._on_cancel is not None:
+            self._on_cancel(self)
 
-    def _arm_later(self, delay_s: float = 0.2) -> None:
-        time.sleep(delay_s)
-        self._arm()
+    def _offer(self, *value: Any) -> bool:
+        """Deliver ``value`` unless it is the one delivered last; False once cancelled (kazoo's
+        signal for a recipe to stop)."""
+        with self._lock:
+            if self._cancelled:
+                return False
+            if value != self._last:
+                self._last = value
+                self._deliver(self._callback, *value)
+            return True
+
+
+class DataZkWatch(ZkWatch):
+    """``callback(data, zk_version)``; ``(None, None)`` while the znode does not exist."""
+
+    kind = "data"
+
+    def start(self) -> "DataZkWatch":
+        DataWatch(self._kazoo, self.path, self._on_data)
+        return self
+
+    def _on_data(self, data: bytes | None, stat: Any, event: Any = None) -> bool | None:
+        value = (None, None) if stat is None else (data, stat.version)
+        return None if self._offer(*value) else False
+
+
+class ChildrenZkWatch(ZkWatch):
+    """``callback(sorted_children)``; ``None`` while the znode does not exist."""
+
+    kind = "children"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._incarnation: int | None = None   # czxid of the znode our ChildrenWatch follows
+
+    def start(self) -> "ChildrenZkWatch":
+        DataWatch(self._kazoo, self.path, self._on_existence)
+        return self
+
+    def _on_existence(self, data: bytes | None, stat: Any, event: Any = None) -> bool | None:
+        with self._lock:
+            if self._cancelled:
+                return False
+            if stat is None:
+                self._incarnation = None     # retires the ChildrenWatch of the deleted znode
+                self._offer(None)
+                return None
+            if stat.czxid == self._incarnation:
+                return None                  # the znode's data changed, not the znode
+            self._incarnation = stat.czxid
+        try:  # outside the lock: the recipe's first read and callback happen right here
+            ChildrenWatch(self._kazoo, self.path,
+                          functools.partial(self._on_children, stat.czxid))
+        except KazooException:
+            with self._lock:
+                self._incarnation = None     # try again at the znode's next change
+            if self.active:
+                log.exception("watch on the children of %s failed", self.path)
+        return None
+
+    def _on_children(self, incarnation: int, children: list[str]) -> bool | None:
+        with self._lock:
+            if incarnation != self._incarnation:
+                return False                 # a later incarnation has its own ChildrenWatch
+            return None if self._offer(sorted(children)) else False
