@@ -42,6 +42,7 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
 
     @classmethod
     def name_of(cls, value: int) -> str:

@@ -1600,6 +1600,37 @@ class RequestErrorResponse:
 
 
 # ================================================================================================
+# DescribeCluster (60): KIP-700, the admin client's view of the cluster
+# ================================================================================================
+
+
+class DescribeClusterBroker(NamedTuple):
+    broker_id: Int32
+    host: str
+    port: Int32
+    rack: str | None = None
+
+
+@_message(ApiKey.DESCRIBE_CLUSTER)
+class DescribeClusterRequest(Request):
+    include_cluster_authorized_operations: bool = False
+
+    def error_response(self, error_code, error_message=None):
+        return DescribeClusterResponse(error_code=error_code, error_message=error_message)
+
+
+@_message(ApiKey.DESCRIBE_CLUSTER)
+class DescribeClusterResponse(Response):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = NONE
+    error_message: str | None = None
+    cluster_id: str = ""
+    controller_id: Int32 = -1
+    brokers: list[DescribeClusterBroker] = field(default_factory=list)
+    cluster_authorized_operations: Int32 = -(1 << 31)
+
+
+# ================================================================================================
 # Registry
 # ================================================================================================
 
@@ -1638,6 +1669,7 @@ _PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
     (DescribeAclsRequest, DescribeAclsResponse),
     (CreateAclsRequest, CreateAclsResponse),
     (DeleteAclsRequest, DeleteAclsResponse),
+    (DescribeClusterRequest, DescribeClusterResponse),
 )
 
 REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}

@@ -40,6 +40,7 @@ from kafkalite.server.dynamic_config import BrokerDynamicConfig
 from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
+from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
@@ -94,6 +95,7 @@ class BrokerService(service.MultiService):
             self._registered_broker_epoch, config.control_plane_listener_name)
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
+        self.dispatcher = ApiDispatcher(self)
         self.controller: Controller | None = None
         self.log_dir_failure_handler: LogDirFailureHandler | None = None   # once logs loaded
         self._listening_ports: dict = {}
@@ -169,8 +171,8 @@ class BrokerService(service.MultiService):
     def _bind_listeners(self) -> None:
         """Bind every listener (e.g. INTERNAL for the compose network, EXTERNAL for the host)."""
         for listener in self.config.listener_list:
-            factory = BrokerFactory(self.apis, self.config.socket_request_max_bytes,
-                                    listener.name, kafka_handler=self.kafka_apis,
+            factory = BrokerFactory(self.dispatcher, self.config.socket_request_max_bytes,
+                                    listener.name,
                                     listener_security=self.security.listeners[listener.name],
                                     scram_lookup=self.security.scram_lookup)
             port = self.security.listen(self.reactor, listener, factory)
@@ -360,7 +362,7 @@ class BrokerService(service.MultiService):
         for port in self._listening_ports.values():
             await port.stopListening()
         self.security.stop()
-        for connection in list(self.apis.connections):
+        for connection in list(self.dispatcher.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()
         if self.group_coordinator is not None:

@@ -8,8 +8,8 @@ far its SASL exchange has come. ``network.BrokerProtocol`` keeps one per connect
   then only ApiVersions, SaslHandshake and SaslAuthenticate are served, and anything else closes
   the connection (Kafka's rule).
 
-The SASL answers are built here for both protocols: Kafka's (kio dicts) and kafkalite's native
-messages. Each comes with ``close``: after a failed handshake or authentication the answer is
+The SASL handlers (``handshake``, ``authenticate``) work on the protocol-neutral model, for both
+protocols. After a failed handshake or authentication ``close_after_answer`` is set: the answer is
 sent and then the connection closes.
 """
 
@@ -47,6 +47,9 @@ class ConnectionSecurity:
         self.principal = ANONYMOUS
         self._scram_lookup = scram_lookup
         self.sasl: SaslServerAuthenticator | None = None
+        #: set by a failed handshake or authentication: the answer goes out, then the
+        #: connection closes (Kafka's rule)
+        self.close_after_answer = False
         if listener is not None and listener.uses_sasl:
             self.sasl = SaslServerAuthenticator(listener.sasl_mechanisms, self._server_for)
 
@@ -108,25 +111,17 @@ class ConnectionSecurity:
             log.debug("SASL %s authenticated %s", self.sasl.mechanism, self.principal)
         return 0, None, answer, False
 
-    # --- Kafka's protocol ----------------------------------------------------------------------
-    def kafka_handshake(self, request) -> tuple[dict, bool]:
+    # --- the SASL APIs' handlers (one for both protocols, on the model) ------------------------
+    def handshake(self, request: m.SaslHandshakeRequest) -> m.SaslHandshakeResponse:
         code, enabled, close = self._handshake(request.mechanism)
-        return {"error_code": code, "mechanisms": enabled}, close
+        self.close_after_answer = self.close_after_answer or close
+        return m.SaslHandshakeResponse(error_code=code, mechanisms=enabled)
 
-    def kafka_authenticate(self, request) -> tuple[dict, bool]:
+    def authenticate(self, request: m.SaslAuthenticateRequest) -> m.SaslAuthenticateResponse:
         code, message, answer, close = self._authenticate(bytes(request.auth_bytes))
-        return {"error_code": code, "error_message": message, "auth_bytes": answer,
-                "session_lifetime": 0}, close
-
-    # --- kafkalite's native protocol -----------------------------------------------------------
-    def native_handshake(self, request: m.SaslHandshakeRequest):
-        code, enabled, close = self._handshake(request.mechanism)
-        return m.SaslHandshakeResponse(error_code=code, mechanisms=enabled), close
-
-    def native_authenticate(self, request: m.SaslAuthenticateRequest):
-        code, message, answer, close = self._authenticate(request.auth_bytes)
+        self.close_after_answer = self.close_after_answer or close
         return m.SaslAuthenticateResponse(error_code=code, error_message=message,
-                                          auth_bytes=answer), close
+                                          auth_bytes=answer)
 
 
 def describe_refusal(exc: Exception) -> str:

@@ -26,7 +26,6 @@ from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka.entities import millis
-from kafkalite.protocol.kafka.versions import supported_versions
 from kafkalite.security.acl import ResourceType
 from kafkalite.security.operations import NOT_REQUESTED
 from kafkalite.server import acl_apis
@@ -62,7 +61,6 @@ class KafkaProtocolApis:
         self.native = native_apis
         self.metadata = broker.metadata_cache
         self._handlers = {
-            ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata_request,
             ApiKey.PRODUCE: self.produce,
             ApiKey.FETCH: self.fetch,
@@ -71,7 +69,6 @@ class KafkaProtocolApis:
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.DELETE_TOPICS: self.delete_topics,
-            60: self.describe_cluster,
             10: self.find_coordinator,
             11: self.join_group,
             14: lambda r, v, c: groups.sync_group(self.broker, r, v, c),
@@ -100,16 +97,6 @@ class KafkaProtocolApis:
         """The response dict (or a Deferred of it) for one request; ``connection`` is the
         broker protocol it came on (its factory names the listener)."""
         return self._handlers[api_key](request, api_version, connection)
-
-    @staticmethod
-    def api_versions_dict(error_code: int = 0) -> dict:
-        return {"error_code": error_code, "throttle_time": 0,
-                "api_keys": [{"api_key": key, "min_version": low, "max_version": high}
-                             for key, (low, high) in sorted(supported_versions().items())]}
-
-    # --- cluster -------------------------------------------------------------------------------
-    def api_versions(self, request, version, connection):
-        return self.api_versions_dict()
 
     @staticmethod
     def _listener(connection) -> str | None:
@@ -155,18 +142,6 @@ class KafkaProtocolApis:
                     "offline_replicas": p.offline_replicas} for p in t.partitions],
             } for t in native.topics],
         }
-
-    def describe_cluster(self, request, version, connection):
-        brokers = self.metadata.broker_list(self._listener(connection))
-        operations = _NO_OPERATIONS
-        if request.include_cluster_authorized_operations:
-            operations = self._authz(connection).cluster_authorized_operations()
-        return {"throttle_time": 0, "error_code": 0, "error_message": None,
-                "cluster_id": self.broker.cluster_id,
-                "controller_id": self.metadata.controller_id,
-                "cluster_authorized_operations": operations,
-                "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
-                             "rack": b.rack} for b in brokers]}
 
     def find_coordinator(self, request, version, connection):
         return groups.find_coordinator(self.broker, request, version, connection,

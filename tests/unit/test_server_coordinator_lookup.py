@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.kafka import codec
-from kafkalite.protocol.kafka.versions import supported_versions
+from kafkalite.server.api_table import kafka_ranges as supported_versions
 from kafkalite.server.coordinator_lookup import find_coordinator
 from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.metadata_cache import MetadataCache

@@ -31,7 +31,6 @@ from kio.serial import entity_reader, entity_writer
 from kafkalite.errors import InvalidRequestError
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka.entities import build
-from kafkalite.protocol.kafka.versions import is_supported
 
 __all__ = ["KafkaRequestHeader", "peek_header", "decode_request", "encode_response",
            "request_class", "response_class"]
@@ -77,11 +76,14 @@ def _writer(cls: type):
 
 
 def decode_request(payload) -> tuple[KafkaRequestHeader, Any]:
-    """The header and body entity of one request frame of a supported API and version."""
+    """The header and body entity of one request frame (whether the broker serves the API at
+    that version is the API table's to say: ``server.api_table``)."""
     api_key, api_version, _ = peek_header(payload)
-    if not is_supported(api_key, api_version):
-        raise InvalidRequestError(f"{ApiKey.name_of(api_key)} v{api_version} is not supported")
-    cls = request_class(api_key, api_version)
+    try:
+        cls = request_class(api_key, api_version)
+    except Exception:  # noqa: BLE001 - kio knows no such API or version
+        raise InvalidRequestError(f"{ApiKey.name_of(api_key)} v{api_version} is not a request "
+                                  "kio knows") from None
     header_cls = cls.__header_schema__
     view = memoryview(payload)
     _check_structure(header_cls, cls, view, api_key, api_version)

@@ -1,13 +1,8 @@
-"""Which Kafka APIs and versions a kafkalite broker advertises to Kafka clients.
+"""The Kafka-protocol versions kafkalite can speak for an API: those kio ships, up to a maximum.
 
-The maxima are Apache Kafka 2.8's client-facing set (REFERENCE.md, "Kafka 2.8 advertises"): clients
-pick, per API, the highest version both sides know, so advertising one real release's maxima
-keeps every client on a code path it was tested against. The group APIs are served by the
-broker's group coordinator (``kafkalite.coordinator``); librdkafka also takes FindCoordinator as
-the sign that a broker reads LZ4 batches (its LZ4 feature depends on that API, both having come
-with Kafka 0.8.2), and sends ``compression.type=lz4`` batches uncompressed to a broker without
-it. SASL and ACL APIs are left out until security exists; broker-only APIs (LeaderAndIsr,
-UpdateMetadata, StopReplica, ControlledShutdown) are never shown to clients, since brokers and the
+The maxima are in the broker's API table (``server.api_table``): Apache Kafka 2.8's client-facing
+set, so every client stays on a code path it was tested against. The broker-only APIs
+(LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown) have none there: brokers and the
 controller talk kafkalite's native protocol.
 
 The minima are the lowest versions the schema library (kio) ships. kio follows Kafka 4.0, which
@@ -21,44 +16,8 @@ from functools import lru_cache
 
 from kio.index import api_key_map, schema_name_map
 
-from kafkalite.protocol.api_keys import ApiKey
 
-__all__ = ["KAFKA_28_MAX_VERSIONS", "supported_versions", "version_range", "is_supported"]
-
-#: api key -> the highest version Kafka 2.8 advertises, for the APIs kafkalite serves to clients
-KAFKA_28_MAX_VERSIONS: dict[int, int] = {
-    ApiKey.PRODUCE: 9,
-    ApiKey.FETCH: 12,
-    ApiKey.LIST_OFFSETS: 6,
-    ApiKey.METADATA: 11,
-    ApiKey.API_VERSIONS: 3,
-    ApiKey.INIT_PRODUCER_ID: 4,
-    ApiKey.CREATE_TOPICS: 7,
-    ApiKey.DELETE_TOPICS: 6,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: 4,
-    10: 3,   # FindCoordinator
-    11: 7,   # JoinGroup
-    12: 4,   # Heartbeat
-    13: 4,   # LeaveGroup
-    14: 5,   # SyncGroup
-    15: 5,   # DescribeGroups
-    16: 4,   # ListGroups
-    8: 8,    # OffsetCommit
-    9: 7,    # OffsetFetch
-    42: 2,   # DeleteGroups
-    47: 0,   # OffsetDelete
-    37: 3,   # CreatePartitions
-    32: 4,   # DescribeConfigs
-    33: 2,   # AlterConfigs
-    44: 1,   # IncrementalAlterConfigs
-    60: 0,   # DescribeCluster
-    21: 2,   # DeleteRecords
-    17: 1,   # SaslHandshake (answered by the connection: server.connection_security)
-    36: 2,   # SaslAuthenticate
-    29: 2,   # DescribeAcls
-    30: 2,   # CreateAcls
-    31: 2,   # DeleteAcls
-}
+__all__ = ["kio_range"]
 
 
 def _kio_versions(api_key: int) -> list[int]:
@@ -69,20 +28,8 @@ def _kio_versions(api_key: int) -> list[int]:
 
 
 @lru_cache(maxsize=None)
-def supported_versions() -> dict[int, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` as advertised in ApiVersions."""
-    table: dict[int, tuple[int, int]] = {}
-    for api_key, high in KAFKA_28_MAX_VERSIONS.items():
-        known = [v for v in _kio_versions(api_key) if v <= high]
-        if known:
-            table[int(api_key)] = (known[0], known[-1])
-    return table
-
-
-def version_range(api_key: int) -> tuple[int, int] | None:
-    return supported_versions().get(api_key)
-
-
-def is_supported(api_key: int, api_version: int) -> bool:
-    bounds = supported_versions().get(api_key)
-    return bounds is not None and bounds[0] <= api_version <= bounds[1]
+def kio_range(api_key: int, high: int) -> tuple[int, int] | None:
+    """``(lowest, highest)`` version of ``api_key`` up to ``high`` that kio can read and write;
+    None when it has none."""
+    known = [v for v in _kio_versions(api_key) if v <= high]
+    return (known[0], known[-1]) if known else None
