@@ -141,63 +141,91 @@ def _legacy_kafka(broker, ctx, entity):
     return broker.kafka_apis.handle(ctx.api_key, ctx.api_version, entity, ctx.connection)
 
 
-def _rows():
-    # the family modules import what they need of the broker; none imports this module
-    from kafkalite.protocol.kafka.convert import cluster as cluster_convert
-    from kafkalite.server import cluster_apis
+def _legacy(key, kafka_max=None, listeners=CLIENT) -> ApiSpec:
+    return ApiSpec(key, kafka_max, listeners=listeners, legacy_native=_legacy_native,
+                   legacy_kafka=_legacy_kafka if kafka_max is not None else None)
 
-    K = ApiKey
 
-    def legacy(key, kafka_max=None, listeners=CLIENT):
-        return ApiSpec(key, kafka_max, listeners=listeners, legacy_native=_legacy_native,
-                       legacy_kafka=_legacy_kafka if kafka_max is not None else None)
+# Each family's rows are one block: its handlers' module and its Kafka converters' module.
 
+def _cluster_rows():
+    from kafkalite.protocol.kafka.convert import cluster as convert
+    from kafkalite.server import cluster_apis as apis
     return [
-        ApiSpec(K.API_VERSIONS, 3, handle_api_versions, cluster_convert.API_VERSIONS),
-        ApiSpec(K.SASL_HANDSHAKE, 1, cluster_apis.handle_sasl_handshake,
-                cluster_convert.SASL_HANDSHAKE),
-        ApiSpec(K.SASL_AUTHENTICATE, 2, cluster_apis.handle_sasl_authenticate,
-                cluster_convert.SASL_AUTHENTICATE),
-        ApiSpec(K.DESCRIBE_CLUSTER, 0, cluster_apis.handle_describe_cluster,
-                cluster_convert.DESCRIBE_CLUSTER),
-        # the data path
-        legacy(K.PRODUCE, 9),
-        legacy(K.FETCH, 12),
-        legacy(K.LIST_OFFSETS, 6),
-        legacy(K.OFFSET_FOR_LEADER_EPOCH, 4),
-        legacy(K.METADATA, 11),
-        legacy(K.INIT_PRODUCER_ID, 4),
-        # the controller's requests (brokers only), and controlled shutdown (to the controller)
-        legacy(K.LEADER_AND_ISR, listeners=CONTROL),
-        legacy(K.UPDATE_METADATA, listeners=CONTROL),
-        legacy(K.STOP_REPLICA, listeners=CONTROL),
-        legacy(K.CONTROLLED_SHUTDOWN),
-        # topics
-        legacy(K.CREATE_TOPICS, 7),
-        legacy(K.DELETE_TOPICS, 6),
-        legacy(K.CREATE_PARTITIONS, 3),
-        legacy(K.DELETE_RECORDS, 2),
-        # configs
-        legacy(K.DESCRIBE_CONFIGS, 4),
-        legacy(K.ALTER_CONFIGS, 2),
-        legacy(K.INCREMENTAL_ALTER_CONFIGS, 1),
-        # groups
-        legacy(K.FIND_COORDINATOR, 3),
-        legacy(K.JOIN_GROUP, 7),
-        legacy(K.HEARTBEAT, 4),
-        legacy(K.LEAVE_GROUP, 4),
-        legacy(K.SYNC_GROUP, 5),
-        legacy(K.DESCRIBE_GROUPS, 5),
-        legacy(K.LIST_GROUPS, 4),
-        legacy(K.OFFSET_COMMIT, 8),
-        legacy(K.OFFSET_FETCH, 7),
-        legacy(K.DELETE_GROUPS, 2),
-        legacy(K.OFFSET_DELETE, 0),
-        # ACLs
-        legacy(K.DESCRIBE_ACLS, 2),
-        legacy(K.CREATE_ACLS, 2),
-        legacy(K.DELETE_ACLS, 2),
+        ApiSpec(ApiKey.API_VERSIONS, 3, handle_api_versions, convert.API_VERSIONS),
+        ApiSpec(ApiKey.SASL_HANDSHAKE, 1, apis.handle_sasl_handshake, convert.SASL_HANDSHAKE),
+        ApiSpec(ApiKey.SASL_AUTHENTICATE, 2, apis.handle_sasl_authenticate,
+                convert.SASL_AUTHENTICATE),
+        ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, apis.handle_describe_cluster,
+                convert.DESCRIBE_CLUSTER),
     ]
+
+
+def _data_rows():
+    return [
+        _legacy(ApiKey.PRODUCE, 9),
+        _legacy(ApiKey.FETCH, 12),
+    ]
+
+
+def _metadata_rows():
+    return [
+        _legacy(ApiKey.METADATA, 11),
+        _legacy(ApiKey.LIST_OFFSETS, 6),
+        _legacy(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4),
+        _legacy(ApiKey.INIT_PRODUCER_ID, 4),
+    ]
+
+
+def _controller_rows():
+    # the controller's requests (brokers only), and controlled shutdown (to the controller)
+    return [
+        _legacy(ApiKey.LEADER_AND_ISR, listeners=CONTROL),
+        _legacy(ApiKey.UPDATE_METADATA, listeners=CONTROL),
+        _legacy(ApiKey.STOP_REPLICA, listeners=CONTROL),
+        _legacy(ApiKey.CONTROLLED_SHUTDOWN),
+    ]
+
+
+def _admin_rows():
+    return [
+        _legacy(ApiKey.CREATE_TOPICS, 7),
+        _legacy(ApiKey.DELETE_TOPICS, 6),
+        _legacy(ApiKey.CREATE_PARTITIONS, 3),
+        _legacy(ApiKey.DELETE_RECORDS, 2),
+        _legacy(ApiKey.DESCRIBE_CONFIGS, 4),
+        _legacy(ApiKey.ALTER_CONFIGS, 2),
+        _legacy(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1),
+    ]
+
+
+def _group_rows():
+    return [
+        _legacy(ApiKey.FIND_COORDINATOR, 3),
+        _legacy(ApiKey.JOIN_GROUP, 7),
+        _legacy(ApiKey.HEARTBEAT, 4),
+        _legacy(ApiKey.LEAVE_GROUP, 4),
+        _legacy(ApiKey.SYNC_GROUP, 5),
+        _legacy(ApiKey.DESCRIBE_GROUPS, 5),
+        _legacy(ApiKey.LIST_GROUPS, 4),
+        _legacy(ApiKey.OFFSET_COMMIT, 8),
+        _legacy(ApiKey.OFFSET_FETCH, 7),
+        _legacy(ApiKey.DELETE_GROUPS, 2),
+        _legacy(ApiKey.OFFSET_DELETE, 0),
+    ]
+
+
+def _acl_rows():
+    return [
+        _legacy(ApiKey.DESCRIBE_ACLS, 2),
+        _legacy(ApiKey.CREATE_ACLS, 2),
+        _legacy(ApiKey.DELETE_ACLS, 2),
+    ]
+
+
+def _rows():
+    return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
+            + _admin_rows() + _group_rows() + _acl_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())
