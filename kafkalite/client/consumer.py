@@ -13,7 +13,8 @@ RecordAccumulator and Sender):
   ``io_loop.IoLoop``, the same code the producer's sender runs;
 * ``offsets_lookup.OffsetsLookup``: ListOffsets (``beginning_offsets``, ``end_offsets``,
   ``offsets_for_times``, position resets), shared with ``AdminClient``;
-* the group coordinator (``coordinator.make_coordinator``): membership and committed offsets.
+* the group coordinator (``coordinator_factory.make_coordinator``): membership and committed
+  offsets.
 
 Positions: ``position(tp)`` is the offset of the next record the application will get. A poll
 moves it past the records it returns; iteration moves it record by record (as kafka-python's
@@ -22,10 +23,11 @@ A partition without a position gets its committed offset, else ``auto_offset_res
 ("earliest", "latest", or "none": NoOffsetForPartitionError). A fetch answered OFFSET_OUT_OF_RANGE
 resets by the same policy ("none": OffsetOutOfRangeError naming the partition and the log's range).
 
-Groups (DESIGN section 9; ``coordinator.make_coordinator`` picks the kind): ``group_id`` alone
-joins through the brokers' group coordinator (``broker_coordinator``, Kafka 0.9+), ``group_id``
-with ``zookeeper`` joins a Kafka 0.8 ZooKeeper group (``zk_coordinator``), and without a
-``group_id`` a subscription gets every partition of its topics, commits kept in memory.
+Groups (DESIGN section 9; ``coordinator_factory.make_coordinator`` picks the kind):
+``group_id`` alone joins through the brokers' group coordinator (``broker_coordinator``, Kafka
+0.9+), ``group_id`` with ``zookeeper`` joins a Kafka 0.8 ZooKeeper group (``zk_coordinator``),
+and without a ``group_id`` a subscription gets every partition of its topics, commits kept in
+memory.
 Auto-commit (every ``auto_commit_interval_ms``, at close, and before partitions are revoked)
 only runs with a ``group_id``.
 
@@ -43,7 +45,8 @@ from typing import Iterable
 from kafkalite import errors
 from kafkalite.client.cluster import ClusterMetadata
 from kafkalite.client.connection import DEFAULT_CLIENT_ID
-from kafkalite.client.coordinator import Coordinator, consumer_group_options, make_coordinator
+from kafkalite.client.coordinator import Coordinator
+from kafkalite.client.coordinator_factory import consumer_group_options, make_coordinator
 from kafkalite.client.fetcher import Fetcher, FetchSettings
 from kafkalite.client.offsets_lookup import OffsetsLookup
 from kafkalite.client.structs import (

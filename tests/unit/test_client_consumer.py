@@ -400,7 +400,7 @@ def test_injected_retriable_fetch_error(cluster):
 
 
 def test_group_with_zookeeper_uses_the_zookeeper_coordinator():
-    from kafkalite.client.coordinator import make_coordinator
+    from kafkalite.client.coordinator_factory import make_coordinator
     from kafkalite.client.zk_coordinator import ZooKeeperCoordinator
 
     coordinator = make_coordinator("g", "127.0.0.1:1/chroot", assignor="sticky")
