@@ -15,8 +15,8 @@ def bootstrap_servers(given: str | None, num_brokers: int = 1) -> Iterator[str]:
     if given is not None:
         yield given
         return
-    from kafkalite.testing.cluster import LocalCluster
-    from kafkalite.testing.zookeeper import start_zookeeper
+    from kafkalite.local.cluster import LocalCluster
+    from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="kafkalite-bench-")
     zk = start_zookeeper(os.path.join(workdir, "zk"))

@@ -53,7 +53,7 @@ class LoopbackNetwork:
     """Where network namespaces cannot be made: every process on loopback, nothing to cut."""
 
     def placement(self, _name):
-        from kafkalite.testing.procs import Placement
+        from kafkalite.local.procs import Placement
 
         return Placement()
 
@@ -167,7 +167,7 @@ class Run:
         from chaos_faults import FAULTS, Chaos, ChaosStuck
         from chaos_history import FaultTiming, timing_table
         from chaos_workload import LiveConsumer, Probes
-        from kafkalite.testing.cluster import wait_until
+        from kafkalite.local.cluster import wait_until
         from replication_tools import BackgroundProducer, create_topic
 
         rng = random.Random(self.seed)

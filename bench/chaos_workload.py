@@ -15,7 +15,7 @@ from collections import defaultdict
 from kafkalite import Consumer, TopicPartition
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 
 log = logging.getLogger("chaos")
 

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafkalite.testing.ports import free_port  # noqa: E402
+from kafkalite.local.ports import free_port  # noqa: E402
 
 
 def kafkalite(*args: str) -> tuple[float, subprocess.CompletedProcess]:

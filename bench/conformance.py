@@ -20,13 +20,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from kafkalite.testing.apache_kafka import ApacheKafkaCluster  # noqa: E402
-from kafkalite.testing.cluster import LocalCluster  # noqa: E402
+from kafkalite.local.cluster import LocalCluster  # noqa: E402
 from kafkalite.testing.conformance import report  # noqa: E402
 from kafkalite.testing.conformance.catalogue import BY_NAME, SCENARIOS  # noqa: E402
 from kafkalite.testing.conformance.clusters import AuthorizerPair  # noqa: E402
 from kafkalite.testing.conformance.runner import run_all  # noqa: E402
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS  # noqa: E402
-from kafkalite.testing.zookeeper import create_chroots, start_zookeeper  # noqa: E402
+from kafkalite.local.zookeeper import create_chroots, start_zookeeper  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 

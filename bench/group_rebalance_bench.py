@@ -52,8 +52,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "system"))
 from kafka_group_member import MemberProcess  # noqa: E402
 
 from kafkalite import AdminClient, NewTopic  # noqa: E402
-from kafkalite.testing.cluster import LocalCluster, wait_until  # noqa: E402
-from kafkalite.testing.zookeeper import start_zookeeper  # noqa: E402
+from kafkalite.local.cluster import LocalCluster, wait_until  # noqa: E402
+from kafkalite.local.zookeeper import start_zookeeper  # noqa: E402
 
 PARTITIONS = 6
 KINDS = ("join", "leave", "kill")

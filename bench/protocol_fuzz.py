@@ -62,8 +62,8 @@ def main() -> int:
     # the live kafkalite clients log every retry at WARNING: the run's output is the report
     logging.getLogger("kafkalite").setLevel(logging.ERROR)
 
-    from kafkalite.testing.cluster import LocalCluster
-    from kafkalite.testing.zookeeper import start_zookeeper
+    from kafkalite.local.cluster import LocalCluster
+    from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="kafkalite-fuzz-")
     zk = start_zookeeper(os.path.join(workdir, "zk"))

@@ -37,8 +37,8 @@ import time
 
 from kafkalite import AdminClient, NewTopic, Producer
 from kafkalite.client.assignors import range_assign
-from kafkalite.testing.cluster import LocalCluster, wait_until
-from kafkalite.testing.zookeeper import start_zookeeper
+from kafkalite.local.cluster import LocalCluster, wait_until
+from kafkalite.local.zookeeper import start_zookeeper
 from kafkalite.zk import ZkClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,8 +16,8 @@ import tempfile
 import time
 
 from kafkalite import AdminClient, NewTopic, Producer
-from kafkalite.testing.cluster import LocalCluster, wait_until
-from kafkalite.testing.zookeeper import ZooKeeperServer
+from kafkalite.local.cluster import LocalCluster, wait_until
+from kafkalite.local.zookeeper import ZooKeeperServer
 
 
 def throughput(bootstrap: str, topic: str, acks, records: int, size: int) -> float:

@@ -100,7 +100,7 @@ def main() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from kafkalite.testing.secure_cluster import secure_cluster
-    from kafkalite.testing.zookeeper import start_zookeeper
+    from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="kafkalite-security-bench-")
     zookeeper = start_zookeeper(os.path.join(workdir, "zk"))

@@ -110,8 +110,8 @@ def main(argv=None) -> int:
     bootstrap = args.bootstrap_server
     try:
         if bootstrap is None:
-            from kafkalite.testing.cluster import LocalCluster
-            from kafkalite.testing.zookeeper import start_zookeeper, unique_chroot
+            from kafkalite.local.cluster import LocalCluster
+            from kafkalite.local.zookeeper import start_zookeeper, unique_chroot
 
             workdir = tempfile.mkdtemp(prefix="kafkalite-spark-bench-")
             zk = start_zookeeper(os.path.join(workdir, "zookeeper"))

@@ -41,7 +41,7 @@ def default_address(environ: dict[str, str]) -> str:
 
 def main(argv: list[str]) -> int:
     from kafkalite.protocol import messages as m
-    from kafkalite.testing.cluster import request
+    from kafkalite.local.cluster import request
 
     address = argv[0] if argv else default_address(dict(os.environ))
     host, _, port = address.rpartition(":")

@@ -18,7 +18,7 @@ returns once ZooKeeper serves and every broker answers Metadata listing all of t
 ``export KAFKALITE_...=...`` lines. ``down`` signals the owner and waits until every pid is gone.
 
 An owner killed with SIGKILL can stop nothing, so on Linux every child is started with a
-parent-death signal (``prctl(PR_SET_PDEATHSIG)``, ``kafkalite.testing.procs``): the kernel signals
+parent-death signal (``prctl(PR_SET_PDEATHSIG)``, ``kafkalite.local.procs``): the kernel signals
 the children the moment their owner dies, whatever killed it. ZooKeeper gets SIGTERM (the JVM
 exits at once; with forceSync its data is already on disk); the brokers get SIGKILL, because
 their SIGTERM path is a controlled shutdown that would wait on a controller and a ZooKeeper that
@@ -93,7 +93,7 @@ def _write_atomically(path: str, text: str) -> None:
 
 
 def _entry(role: str, pid: int | None, port: int | None, **extra) -> dict:
-    from kafkalite.testing.procs import pid_start_time
+    from kafkalite.local.procs import pid_start_time
 
     return {"role": role, "pid": pid, "start_time": pid_start_time(pid) if pid else None,
             "port": port, **extra}
@@ -104,7 +104,7 @@ def _all_processes(info: dict) -> list[dict]:
 
 
 def _alive(entry: dict) -> bool:
-    from kafkalite.testing.procs import pid_alive
+    from kafkalite.local.procs import pid_alive
 
     return pid_alive(entry.get("pid"), entry.get("start_time"))
 
@@ -346,8 +346,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     from kafkalite.cli.cluster_restart import restart_requested_brokers
     from kafkalite.cli.cluster_security import client_settings, secure_local_cluster
     from kafkalite.config import parse_overrides
-    from kafkalite.testing.cluster import ClusterError, LocalCluster
-    from kafkalite.testing.zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+    from kafkalite.local.cluster import ClusterError, LocalCluster
+    from kafkalite.local.zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
 
     # the launcher probes ZooKeeper while it starts; kazoo would report each refused probe
     logging.getLogger("kazoo").setLevel(logging.ERROR)
@@ -383,7 +383,7 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     try:
         try:
             if zookeeper is None:
-                from kafkalite.testing.zookeeper import ZooKeeperServer
+                from kafkalite.local.zookeeper import ZooKeeperServer
 
                 zk_server = ZooKeeperServer(
                     os.path.join(data_dir, "zookeeper"), port=zk_port or None,
@@ -494,7 +494,7 @@ def _label(entry: dict) -> str:
 @click.pass_context
 def status(ctx, data_dir):
     """Each process of the cluster: pid, alive, port. Exit 0 when all are up, 1 otherwise."""
-    from kafkalite.testing.ports import port_is_open
+    from kafkalite.local.ports import port_is_open
 
     data_dir = os.path.abspath(data_dir)
     info = read_pidfile(data_dir)
@@ -531,7 +531,7 @@ def status(ctx, data_dir):
 def down(data_dir, timeout):
     """Stop the cluster: brokers (a controlled shutdown each), then ZooKeeper; waits until every
     process has exited."""
-    from kafkalite.testing.procs import wait_pids_gone
+    from kafkalite.local.procs import wait_pids_gone
 
     data_dir = os.path.abspath(data_dir)
     info = read_pidfile(data_dir)

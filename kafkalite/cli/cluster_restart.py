@@ -62,7 +62,7 @@ def restart_broker(broker_id, data_dir, timeout):
     """Start a dead broker of a 'cluster up' again (same id, port and log dir)."""
     from kafkalite.cli.cluster import _alive, read_pidfile
     from kafkalite.cli.options import CliError
-    from kafkalite.testing.ports import port_is_open
+    from kafkalite.local.ports import port_is_open
 
     data_dir = os.path.abspath(data_dir)
     info = read_pidfile(data_dir)

@@ -88,7 +88,7 @@ def secure_local_cluster(cluster, data_dir: str, zookeeper: str) -> SecureSetup:
     """Make certificates and the admin user, and turn ``cluster`` (a LocalCluster not yet
     spawned) into a SASL_SSL one: each broker's configured port becomes its SASL_SSL listener and
     a free loopback port its PLAINTEXT probe listener (what LocalCluster waits on)."""
-    from kafkalite.testing.ports import free_port
+    from kafkalite.local.ports import free_port
 
     directory = os.path.join(data_dir, "security")
     os.makedirs(directory, exist_ok=True)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from kafkalite.testing.ports import free_port, port_is_open
+from kafkalite.local.ports import free_port, port_is_open
 
 
 class ConsoleNotStarted(RuntimeError):
@@ -20,7 +20,7 @@ def start_console(zookeeper: str, bootstrap: str | None, port: int, log_path: st
                   ) -> tuple[subprocess.Popen, int]:
     """Spawn ``python -m kafkalite console``; returns the process and its port (``port`` 0
     picks a free one). Its output goes to ``log_path``."""
-    from kafkalite.testing.procs import parent_death_preexec
+    from kafkalite.local.procs import parent_death_preexec
 
     port = port or free_port()
     argv = [sys.executable, "-P", "-m", "kafkalite", "console", "--zookeeper", zookeeper,

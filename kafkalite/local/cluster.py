@@ -12,7 +12,7 @@ advertises ``placement.host`` and its command line starts with ``placement.comma
 ``ip netns exec <ns>``: ``kafkalite.testing.faults`` runs each broker in a network namespace).
 
 ``die_with_parent`` (a signal number, e.g. ``signal.SIGKILL``) makes each broker get that signal
-when the process that spawned it dies, however it dies (Linux; see ``kafkalite.testing.procs``);
+when the process that spawned it dies, however it dies (Linux; see ``kafkalite.local.procs``);
 ``kafkalite cluster up`` uses it so that no broker outlives its launcher.
 """
 
@@ -32,8 +32,8 @@ from typing import Callable
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import decode_response, encode_request
-from kafkalite.testing.ports import free_port
-from kafkalite.testing.procs import ChildProcess, Placement
+from kafkalite.local.ports import free_port
+from kafkalite.local.procs import ChildProcess, Placement
 
 
 class ClusterError(RuntimeError):
@@ -171,7 +171,7 @@ class LocalCluster:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         preexec = None
         if self.die_with_parent is not None:
-            from kafkalite.testing.procs import parent_death_preexec
+            from kafkalite.local.procs import parent_death_preexec
 
             preexec = parent_death_preexec(self.die_with_parent)
         try:

@@ -3,12 +3,12 @@
 - :class:`ZooKeeperServer` -- one standalone server (``ZooKeeperServerMain``) as a child JVM on a
   free loopback port, data and log in a work directory; ``stop``/``kill``/``pause``/``restart`` for fault
   tests.
-- :class:`~kafkalite.testing.zookeeper_ensemble.ZooKeeperEnsemble` -- N ``QuorumPeerMain`` nodes;
+- :class:`~kafkalite.local.zookeeper_ensemble.ZooKeeperEnsemble` -- N ``QuorumPeerMain`` nodes;
   kill, pause and start single nodes (re-exported here).
 - :func:`start_zookeeper` -- what the pytest plugin uses: ``KAFKALITE_ZOOKEEPER=host:port`` (an
-  existing server), else Docker (:class:`~kafkalite.testing.zookeeper_container.ZooKeeperContainer`)
+  existing server), else Docker (:class:`~kafkalite.local.zookeeper_container.ZooKeeperContainer`)
   when an engine runs and a ``zookeeper`` image is present locally, else the local install
-  (:mod:`kafkalite.testing.zookeeper_install` says where it is looked for).
+  (:mod:`kafkalite.local.zookeeper_install` says where it is looked for).
 - :func:`expire_session`, :func:`unique_chroot` -- helpers for tests.
 """
 
@@ -24,14 +24,14 @@ import time
 import uuid
 from typing import Any, Protocol
 
-from kafkalite.testing import docker_engine
-from kafkalite.testing.ports import LOCALHOST, free_port, port_is_open
-from kafkalite.testing.procs import Placement
-from kafkalite.testing.zookeeper_container import DockerZooKeeper, ZooKeeperContainer
-from kafkalite.testing.zookeeper_ensemble import ZooKeeperEnsemble
-from kafkalite.testing.zookeeper_install import (
+from kafkalite.local import docker_engine
+from kafkalite.local.ports import LOCALHOST, free_port, port_is_open
+from kafkalite.local.procs import Placement
+from kafkalite.local.zookeeper_container import DockerZooKeeper, ZooKeeperContainer
+from kafkalite.local.zookeeper_ensemble import ZooKeeperEnsemble
+from kafkalite.local.zookeeper_install import (
     ENV_EXTERNAL, STANDALONE_MAIN, ZooKeeperInstall, ZooKeeperNotFoundError, find_zookeeper_install)
-from kafkalite.testing.zookeeper_process import (
+from kafkalite.local.zookeeper_process import (
     ZooKeeperProcess, ZooKeeperStartError, four_letter_word, server_config)
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class ZooKeeperServer:
 
     ``forceSync`` is off (``extra_config={"forceSync": "yes"}`` turns it on: ZooKeeper then
     fsyncs its transaction log before it acknowledges a write). ``die_with_parent``: a signal the
-    JVM gets when the process that spawned it dies (Linux; ``kafkalite.testing.procs``).
+    JVM gets when the process that spawned it dies (Linux; ``kafkalite.local.procs``).
     ``placement``: another address and a command prefix (e.g. a network namespace of
     ``kafkalite.testing.faults``) instead of loopback; ``port`` then defaults to 2181.
     """

@@ -1,12 +1,12 @@
 """ZooKeeper in Docker through testcontainers: the one container launcher.
 
 :class:`ZooKeeperContainer` runs a local ``zookeeper`` image (nothing is pulled; see
-``kafkalite.testing.docker_engine`` for which image and the switches) with the same server
+``kafkalite.local.docker_engine`` for which image and the switches) with the same server
 settings as the local launcher (``SERVER_DEFAULTS``: 500 ms ticks, 1 s minimum session timeout,
 four-letter words, no admin server). Its client port is published on the host's loopback on a
 fixed free port, so ``connect_string`` stays the same across ``restart()``. On a Docker network
 (``network=``) other containers reach it as ``zookeeper:2181`` (``internal_connect_string``).
-``start_zookeeper`` (kafkalite.testing.zookeeper) and ``ContainerCluster`` both use it.
+``start_zookeeper`` (kafkalite.local.zookeeper) and ``ContainerCluster`` both use it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import contextlib
 import time
 from typing import Any, Mapping
 
-from kafkalite.testing import docker_engine
-from kafkalite.testing.ports import free_ports
-from kafkalite.testing.zookeeper_process import SERVER_DEFAULTS, ZooKeeperStartError
+from kafkalite.local import docker_engine
+from kafkalite.local.ports import free_ports
+from kafkalite.local.zookeeper_process import SERVER_DEFAULTS, ZooKeeperStartError
 
 CLIENT_PORT = 2181
 NETWORK_ALIAS = "zookeeper"

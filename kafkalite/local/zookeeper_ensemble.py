@@ -2,7 +2,7 @@
 
 Each node gets a work directory with ``data/myid`` and a ``zoo.cfg`` that lists every member as
 ``server.<myid>=host:peerPort:electionPort``. By default all nodes share the loopback address on
-free ports; with ``placements`` (one :class:`~kafkalite.testing.procs.Placement` per node) each
+free ports; with ``placements`` (one :class:`~kafkalite.local.procs.Placement` per node) each
 node binds an address of its own and runs behind a command prefix, e.g. in a network namespace of
 ``kafkalite.testing.faults`` where links to it can be cut; the nodes then use ZooKeeper's usual
 ports 2181/2888/3888, each on its own address.
@@ -18,11 +18,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from kafkalite.testing.ports import LOCALHOST, free_ports
-from kafkalite.testing.procs import Placement
-from kafkalite.testing.zookeeper_install import QUORUM_MAIN, ZooKeeperInstall, \
+from kafkalite.local.ports import LOCALHOST, free_ports
+from kafkalite.local.procs import Placement
+from kafkalite.local.zookeeper_install import QUORUM_MAIN, ZooKeeperInstall, \
     find_zookeeper_install
-from kafkalite.testing.zookeeper_process import ZooKeeperProcess, four_letter_word, server_config
+from kafkalite.local.zookeeper_process import ZooKeeperProcess, four_letter_word, server_config
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 :class:`ZooKeeperProcess` writes ``zoo.cfg`` (and ``myid`` for a quorum member), starts the JVM in a
 process group of its own (optionally behind a command prefix such as ``ip netns exec <ns>``, see
-:class:`kafkalite.testing.procs.Placement`), waits until clients can use it, and stops, kills,
+:class:`kafkalite.local.procs.Placement`), waits until clients can use it, and stops, kills,
 pauses and resumes it. :func:`server_config` holds the settings tests rely on (short ticks, short
 minimum session timeout, four-letter words, no admin server); the Docker launcher passes the same
 values (``SERVER_DEFAULTS``) to its container.
@@ -22,8 +22,8 @@ import time
 import weakref
 from typing import Any, Sequence
 
-from kafkalite.testing.ports import port_is_free
-from kafkalite.testing.zookeeper_install import ZooKeeperInstall
+from kafkalite.local.ports import port_is_free
+from kafkalite.local.zookeeper_install import ZooKeeperInstall
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class ZooKeeperProcess:
                 fh.write(f"{myid}\n")
         cfg = {"dataDir": self.data_dir, **config}
         with open(self.config_path, "w") as fh:
-            fh.write(f"# written by kafkalite.testing for {name}\n")
+            fh.write(f"# written by kafkalite.local for {name}\n")
             for key, value in cfg.items():
                 fh.write(f"{key}={value}\n")
 
@@ -139,7 +139,7 @@ class ZooKeeperProcess:
             cmd = self.command()
             preexec = None
             if self.die_with_parent is not None:
-                from kafkalite.testing.procs import parent_death_preexec
+                from kafkalite.local.procs import parent_death_preexec
 
                 preexec = parent_death_preexec(self.die_with_parent)
             with open(self.log_path, "ab") as logf:

@@ -9,7 +9,7 @@ Nothing of Kafka's is copied into the project; it runs from the cache.
   JVM each, ZooKeeper mode) on free loopback ports, on a ZooKeeper connect string (with a chroot of
   their own), waits until every broker's metadata lists all of them, and can ``kill`` (SIGKILL),
   ``restart`` and ``stop`` one broker or all, by pid -- the same shape as
-  :class:`kafkalite.testing.cluster.LocalCluster`.
+  :class:`kafkalite.local.cluster.LocalCluster`.
 - :func:`run_tool` runs one of Kafka's command-line tools by its script name
   (``run_tool("kafka-topics", "--bootstrap-server", addr, "--list")``), as the ``bin/`` scripts
   would: the same main class, the same classpath, log4j to stderr at WARN.
@@ -25,9 +25,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from kafkalite.testing.cluster import BrokerExitedError, ClusterError, wait_until
-from kafkalite.testing.ports import free_port
-from kafkalite.testing.procs import ChildProcess, parent_death_preexec
+from kafkalite.local.cluster import BrokerExitedError, ClusterError, wait_until
+from kafkalite.local.ports import free_port
+from kafkalite.local.procs import ChildProcess, parent_death_preexec
 
 KAFKA_VERSION = "2.8.2"
 ENV_HOME = "KAFKALITE_APACHE_KAFKA_HOME"

@@ -5,19 +5,19 @@ with local processes as the fallback when no engine or image is there.
   their own, each with two listeners as in docker/docker-compose.yml: INTERNAL (``brokerN:9092``,
   between brokers) and EXTERNAL (``localhost:<free port>``, what tests on the host connect to).
 - :class:`LocalProcessCluster` — the same interface over a local ZooKeeper and
-  :class:`~kafkalite.testing.cluster.LocalCluster` broker processes.
+  :class:`~kafkalite.local.cluster.LocalCluster` broker processes.
 - :func:`start_cluster` — a running cluster: containers when
-  :func:`~kafkalite.testing.docker_engine.docker_unavailable_reason` says nothing stands in the
+  :func:`~kafkalite.local.docker_engine.docker_unavailable_reason` says nothing stands in the
   way, local processes otherwise.
 - pytest fixtures ``kafkalite_docker_zookeeper`` and ``kafkalite_docker_cluster`` (session scope),
   registered by kafkalite's pytest plugin.
 
 ZooKeeper runs in the one container launcher,
-:class:`~kafkalite.testing.zookeeper_container.ZooKeeperContainer`, on the cluster's network
+:class:`~kafkalite.local.zookeeper_container.ZooKeeperContainer`, on the cluster's network
 (alias ``zookeeper``). Nothing is ever pulled: the images must exist locally (``docker compose -f
 docker/docker-compose.yml build`` or ``docker/build.sh`` make ``kafkalite:latest``). The
 environment switches (``KAFKALITE_TEST_DOCKER``, ``KAFKALITE_TEST_IMAGE``,
-``KAFKALITE_TEST_ZOOKEEPER_IMAGE``) are read in :mod:`kafkalite.testing.docker_engine`.
+``KAFKALITE_TEST_ZOOKEEPER_IMAGE``) are read in :mod:`kafkalite.local.docker_engine`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from typing import Any
 
 import pytest
 
-from kafkalite.testing import docker_engine
-from kafkalite.testing.docker_engine import DockerUnavailable
-from kafkalite.testing.ports import free_ports
-from kafkalite.testing.zookeeper_container import ZooKeeperContainer
+from kafkalite.local import docker_engine
+from kafkalite.local.docker_engine import DockerUnavailable
+from kafkalite.local.ports import free_ports
+from kafkalite.local.zookeeper_container import ZooKeeperContainer
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class ContainerCluster:
     def wait_for_brokers(self, broker_ids, timeout_s: float | None = None) -> None:
         """Until each broker answers on its EXTERNAL listener and lists all of ``broker_ids``."""
         from kafkalite.protocol import messages as m
-        from kafkalite.testing.cluster import request
+        from kafkalite.local.cluster import request
 
         expected = set(broker_ids)
 
@@ -228,7 +228,7 @@ class ContainerCluster:
 
 class LocalProcessCluster:
     """The same interface as :class:`ContainerCluster` over local processes: a ZooKeeper from the
-    local install and :class:`~kafkalite.testing.cluster.LocalCluster` brokers."""
+    local install and :class:`~kafkalite.local.cluster.LocalCluster` brokers."""
 
     kind = "local"
 
@@ -255,8 +255,8 @@ class LocalProcessCluster:
         return self.cluster.brokers
 
     def start(self) -> LocalProcessCluster:
-        from kafkalite.testing.cluster import LocalCluster
-        from kafkalite.testing.zookeeper import start_zookeeper
+        from kafkalite.local.cluster import LocalCluster
+        from kafkalite.local.zookeeper import start_zookeeper
 
         docker_engine.stop_at_exit(self)
         if self.zookeeper is None:
@@ -337,7 +337,7 @@ def start_cluster(num_brokers: int = 3, *, docker: bool | None = None,
 def kafkalite_docker_zookeeper() -> Iterator[Any]:
     """A ZooKeeper for the session: in Docker (testcontainers) when an engine answers and the
     zookeeper image is local, else the local install. ``connect_string``, ``describe()``."""
-    from kafkalite.testing.zookeeper import start_zookeeper
+    from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="kafkalite-zk-")
     server = start_zookeeper(workdir)

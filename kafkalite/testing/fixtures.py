@@ -17,7 +17,7 @@ import pytest
 @pytest.fixture
 def kafkalite_cluster_factory(zk_connect: str, tmp_path_factory: Any,
                               request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
-    from kafkalite.testing.cluster import LocalCluster
+    from kafkalite.local.cluster import LocalCluster
 
     made: list[LocalCluster] = []
 

@@ -35,7 +35,7 @@ SHARED_SETTINGS: dict[str, Any] = {
 
 def session_chroot(zookeeper: Any, name: str) -> str:
     """A fresh chroot on the session's ZooKeeper, created, for a cluster that outlives a test."""
-    from kafkalite.testing.zookeeper import create_chroots
+    from kafkalite.local.zookeeper import create_chroots
 
     return create_chroots(zookeeper.connect_string, name)[0]
 
@@ -77,7 +77,7 @@ def apache_kafka(request: pytest.FixtureRequest, zookeeper: Any,
 @pytest.fixture(scope="session")
 def shared_kafkalite(request: pytest.FixtureRequest, zookeeper: Any,
                      tmp_path_factory: Any) -> Iterator[Any]:
-    from kafkalite.testing.cluster import LocalCluster
+    from kafkalite.local.cluster import LocalCluster
 
     chroot = session_chroot(zookeeper, "kl-shared")
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,

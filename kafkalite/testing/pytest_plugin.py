@@ -39,7 +39,7 @@ def zookeeper() -> Iterator[Any]:
     import shutil
     import tempfile
 
-    from kafkalite.testing.zookeeper import start_zookeeper
+    from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="kafkalite-pytest-zk-")
     try:
@@ -73,7 +73,7 @@ def _kafkalite_zk_admin(zookeeper: Any) -> Iterator[Any]:
 @pytest.fixture
 def zk_chroot(request: pytest.FixtureRequest, _kafkalite_zk_admin: Any) -> Iterator[str]:
     """A fresh chroot for this test, created; removed afterwards when the test passed."""
-    from kafkalite.testing.zookeeper import unique_chroot
+    from kafkalite.local.zookeeper import unique_chroot
 
     chroot = unique_chroot(f"kl-{request.node.name}")
     _kafkalite_zk_admin.ensure_path(chroot)
@@ -106,7 +106,7 @@ def zk_client(zk_connect: str) -> Iterator[Any]:
 def zk_expire(zookeeper: Any) -> Callable[..., bool]:
     """``zk_expire(client, wait_s=10.0)``: expire the client's ZooKeeper session (its ephemeral
     znodes are gone on return) and wait until the client noticed; returns whether it did."""
-    from kafkalite.testing.zookeeper import expire_session
+    from kafkalite.local.zookeeper import expire_session
 
     def expire(client: Any, wait_s: float = 10.0) -> bool:
         return expire_session(client, zookeeper.connect_string, wait_s=wait_s)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from kafkalite.security.certificates import make_ca, make_certificate
 from kafkalite.security.scram import credential_to_string, make_credential
-from kafkalite.testing.cluster import LocalCluster
-from kafkalite.testing.ports import free_port
-from kafkalite.testing.zookeeper import unique_chroot
+from kafkalite.local.cluster import LocalCluster
+from kafkalite.local.ports import free_port
+from kafkalite.local.zookeeper import unique_chroot
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 MECHANISM = "SCRAM-SHA-512"

@@ -17,7 +17,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from kafkalite.testing.apache_kafka import run_tool
-from kafkalite.testing.cluster import ClusterError, wait_until
+from kafkalite.local.cluster import ClusterError, wait_until
 from kafkalite.testing.zk_layout import (
     LayoutDumpError, Znode, get_script, parse_get_stat, parse_ls_recursive,
 )

@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
-from kafkalite.testing.ports import free_port
+from kafkalite.local.ports import free_port
 
 
 class ConsoleProcess:

@@ -22,7 +22,7 @@ from typing import Iterator, NamedTuple
 import pytest
 
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import LocalCluster, request, wait_until
+from kafkalite.local.cluster import LocalCluster, request, wait_until
 
 #: the codecs a Kafka v2 batch can carry, as clients name them, and their attribute ids
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -64,7 +64,7 @@ def module_cluster(request: pytest.FixtureRequest, zookeeper, tmp_path_factory,
     The brokers' log tails are printed at teardown when a test of the session failed meanwhile.
     """
     from kafkalite.testing.oracle_fixtures import serve_cluster
-    from kafkalite.testing.zookeeper import create_chroots
+    from kafkalite.local.zookeeper import create_chroots
 
     [chroot] = create_chroots(zookeeper.connect_string, f"kl-{name}")
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,

@@ -24,7 +24,7 @@ WARNING = ("WARNING: If partitions are increased for a topic that has a key, the
 def every_broker_sees(cluster, topic, count):
     """Every live broker's metadata shows ``count`` partitions of ``topic``, each with a leader."""
     from kafkalite.protocol import messages as m
-    from kafkalite.testing.cluster import request
+    from kafkalite.local.cluster import request
 
     for broker in cluster.live_brokers():
         response = request("127.0.0.1", broker.port, m.MetadataRequest(

@@ -4,8 +4,8 @@ connected to, and the brokers talk to each other on the inter-broker listener.""
 import pytest
 
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
-from kafkalite.testing.ports import free_ports
+from kafkalite.local.cluster import request, wait_until
+from kafkalite.local.ports import free_ports
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from kafkalite.testing.ports import free_port
+from kafkalite.local.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ LINUX = sys.platform.startswith("linux")
 
 @pytest.fixture(autouse=True)
 def _needs_a_local_zookeeper():
-    from kafkalite.testing.zookeeper import ZooKeeperNotFoundError, find_zookeeper_install
+    from kafkalite.local.zookeeper import ZooKeeperNotFoundError, find_zookeeper_install
 
     try:
         find_zookeeper_install()

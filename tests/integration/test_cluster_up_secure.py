@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 def _needs_a_local_zookeeper_and_kcat():
     import shutil
 
-    from kafkalite.testing.zookeeper import ZooKeeperNotFoundError, find_zookeeper_install
+    from kafkalite.local.zookeeper import ZooKeeperNotFoundError, find_zookeeper_install
 
     try:
         find_zookeeper_install()

@@ -15,7 +15,7 @@ from kafkalite.client.admin import AdminClient
 from kafkalite.client.admin_configs import ConfigResource
 from kafkalite.coordinator.partitioner import partition_for
 from kafkalite.coordinator.types import OFFSETS_TOPIC
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [
     pytest.mark.integration,

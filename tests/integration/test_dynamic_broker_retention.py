@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
 from zk_schema import config as s_config
 from kafkalite.cli.main import main
 from kafkalite.testing.apache_kafka import run_tool
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.zk import ZkClient
 
 pytestmark = [pytest.mark.integration]

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 from kafka_clients_tools import (
     CREATE_TIME,

@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.config import BROKER_NO_EFFECT
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
-from kafkalite.testing.ports import free_port
+from kafkalite.local.cluster import request, wait_until
+from kafkalite.local.ports import free_port
 
 pytestmark = [pytest.mark.integration]
 

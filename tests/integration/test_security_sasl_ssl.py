@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # no
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from kafkalite.protocol.kafka import codec  # noqa: E402
-from kafkalite.testing.cluster import wait_until  # noqa: E402
+from kafkalite.local.cluster import wait_until  # noqa: E402
 
 from kafkalite.testing.secure_cluster import secure_cluster  # noqa: E402
 

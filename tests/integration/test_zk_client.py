@@ -82,7 +82,7 @@ def test_stopped_client_raises_kafkalite_errors(zk_connect):
 
 
 def test_unreachable_server_times_out_with_a_kafkalite_error():
-    from kafkalite.testing.ports import free_port
+    from kafkalite.local.ports import free_port
 
     client = ZkClient(f"127.0.0.1:{free_port()}", connection_timeout_s=1.0)
     with pytest.raises(ZooKeeperError):

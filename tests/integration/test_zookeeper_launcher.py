@@ -1,4 +1,4 @@
-"""The real-ZooKeeper launcher (kafkalite.testing.zookeeper) and the pytest plugin's fixtures."""
+"""The real-ZooKeeper launcher (kafkalite.local.zookeeper) and the pytest plugin's fixtures."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ import time
 
 import pytest
 
-from kafkalite.testing import docker_engine
-from kafkalite.testing import zookeeper as zkl
-from kafkalite.testing import zookeeper_install
-from kafkalite.testing.docker_engine import DockerUnavailable
-from kafkalite.testing.ports import free_port, port_is_open
-from kafkalite.testing.zookeeper import (
+from kafkalite.local import docker_engine
+from kafkalite.local import zookeeper as zkl
+from kafkalite.local import zookeeper_install
+from kafkalite.local.docker_engine import DockerUnavailable
+from kafkalite.local.ports import free_port, port_is_open
+from kafkalite.local.zookeeper import (
     ExternalZooKeeper, ZooKeeperContainer, ZooKeeperEnsemble, ZooKeeperNotFoundError,
     ZooKeeperServer, ZooKeeperStartError, expire_session, find_zookeeper_install, start_zookeeper,
     unique_chroot,
 )
-from kafkalite.testing.zookeeper_container import container_environment
-from kafkalite.testing.zookeeper_process import SERVER_DEFAULTS
+from kafkalite.local.zookeeper_container import container_environment
+from kafkalite.local.zookeeper_process import SERVER_DEFAULTS
 from kafkalite.zk import ZkClient, ZkState
 from zk_schema import BrokerRegistration
 
@@ -247,7 +247,7 @@ def test_start_zookeeper_falls_back_to_the_local_install(monkeypatch, caplog, tm
     if image is not None:
         pytest.skip(f"a Docker engine with the image {image} is available here: start_zookeeper "
                     "uses it (test_start_zookeeper_runs_a_local_docker_image covers that)")
-    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
+    with caplog.at_level(logging.INFO, logger="kafkalite.local.zookeeper"):
         server = start_zookeeper(tmp_path)
     try:
         assert isinstance(server, ZooKeeperServer) and server.running
@@ -380,7 +380,7 @@ def test_start_zookeeper_falls_back_when_docker_fails(monkeypatch, caplog, tmp_p
     monkeypatch.setattr(docker_engine, "docker_zookeeper_image",
                         lambda: ("zookeeper:3.8", "Docker"))
     monkeypatch.setattr(zkl, "ZooKeeperContainer", FailingContainer)
-    with caplog.at_level(logging.INFO, logger="kafkalite.testing.zookeeper"):
+    with caplog.at_level(logging.INFO, logger="kafkalite.local.zookeeper"):
         server = start_zookeeper(tmp_path)
     try:
         assert isinstance(server, ZooKeeperServer) and server.running

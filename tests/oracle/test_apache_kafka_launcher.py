@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.testing.apache_kafka import ApacheKafkaCluster, run_tool
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 
 pytestmark = [pytest.mark.integration]

@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from kafkalite.testing.apache_kafka import ApacheKafkaCluster
-from kafkalite.testing.cluster import LocalCluster
+from kafkalite.local.cluster import LocalCluster
 from kafkalite.testing.conformance import raw
 from kafkalite.testing.conformance.clusters import authorizer_settings
-from kafkalite.testing.zookeeper import create_chroots
+from kafkalite.local.zookeeper import create_chroots
 
 pytestmark = [pytest.mark.integration]
 

@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafkalite.config_kafka_table import (
     KAFKA_BROKER_DEFS, KAFKA_LISTED_BROKER_CONFIGS, KAFKA_TOPIC_DEFS,
 )
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.conformance import raw
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 

@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
 
 from zk_schema import config as s_config
 from kafkalite.testing.apache_kafka import run_tool
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 from kafkalite.zk import ZkClient
 

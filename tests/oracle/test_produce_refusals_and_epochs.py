@@ -14,7 +14,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.conformance.catalogue import records
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.conformance import raw
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 

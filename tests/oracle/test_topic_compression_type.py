@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.protocol.kafka import codec as kafka_codec
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.conformance.raw import send_frame
 from kafkalite.testing.oracle_fixtures import SYSTEMS
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from kafkalite.testing import zk_layout
-from kafkalite.testing.cluster import LocalCluster
+from kafkalite.local.cluster import LocalCluster
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, session_chroot
 from kafkalite.testing.zk_layout_expected import EXPECTED_DIFFERENCES
 from kafkalite.testing.zk_layout_scenario import (

@@ -26,8 +26,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _cluster(request, zookeeper, tmp_path_factory, num_brokers: int, overrides: dict):
-    from kafkalite.testing.cluster import LocalCluster
-    from kafkalite.testing.zookeeper import unique_chroot
+    from kafkalite.local.cluster import LocalCluster
+    from kafkalite.local.zookeeper import unique_chroot
 
     chroot = unique_chroot(f"kl-spark-{request.module.__name__.rsplit('.', 1)[-1]}")
     cluster = LocalCluster(f"{zookeeper.connect_string}{chroot}", num_brokers,

@@ -19,7 +19,7 @@ from collections import Counter
 import pytest
 from sparktools import create_topic, produce, read_all, rows_as_tuples, unique_topic
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,7 @@ import time
 
 from pipeline_reference import differences, expected_totals, written_totals
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 
 def describe(admin, topic):

@@ -27,7 +27,7 @@ import struct
 import time
 
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 
 from kafka_fuzz_tools import metadata_request, metadata_response
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkalite import AdminClient, NewTopic
-from kafkalite.testing.cluster import ClusterError, wait_until
+from kafkalite.local.cluster import ClusterError, wait_until
 from kafkalite.zk import ZkClient
 
 from fuzz_invariants import log_sizes, settled_cluster_problems, topic_counts, unexpected_errors

@@ -14,7 +14,7 @@ import time
 
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 
 ACKS_ALL = -1
 

@@ -219,7 +219,7 @@ def replica_divergence(log_dirs, high_watermark):
 
 def wait_replicas_in_sync(cluster, topic, partitions, timeout_s=90):
     """Until every partition's ISR holds all its replicas (a LocalCluster's metadata)."""
-    from kafkalite.testing.cluster import wait_until
+    from kafkalite.local.cluster import wait_until
 
     def in_sync():
         for p in range(partitions):
@@ -274,7 +274,7 @@ def step_printer():
 def start_acks_all_traffic(bootstrap, topic, partitions, acked=300):
     """The fault tests' load: the topic with rf 3 and min.insync.replicas 2, and an acks=all
     BackgroundProducer that has had ``acked`` records acknowledged."""
-    from kafkalite.testing.cluster import wait_until
+    from kafkalite.local.cluster import wait_until
 
     create_topic(bootstrap, topic, partitions, 3, min_insync_replicas=2)
     producer = BackgroundProducer(bootstrap, topic, pace_every=2).start()

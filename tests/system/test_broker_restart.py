@@ -7,7 +7,7 @@ import time
 import pytest
 
 from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = pytest.mark.system
 

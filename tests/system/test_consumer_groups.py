@@ -38,8 +38,8 @@ import pytest
 
 from kafkalite import AdminClient, NewTopic, Producer
 from kafkalite.client.assignors import moved_partitions, range_assign
-from kafkalite.testing.cluster import LocalCluster, wait_until
-from kafkalite.testing.zookeeper import unique_chroot
+from kafkalite.local.cluster import LocalCluster, wait_until
+from kafkalite.local.zookeeper import unique_chroot
 
 pytestmark = [pytest.mark.system]
 

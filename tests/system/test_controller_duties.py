@@ -7,7 +7,7 @@ import pytest
 
 import zk_schema
 from kafkalite import Producer
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.zk import ZkClient
 
 from replication_tools import create_topic, read_all

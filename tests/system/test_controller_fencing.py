@@ -14,7 +14,7 @@ from kafkalite import errors
 from kafkalite.config import BrokerConfig
 from kafkalite.controller.controller import Controller
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.errors import ControllerMovedError
 from kafkalite.zk.twisted_bridge import TwistedZk

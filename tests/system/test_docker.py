@@ -42,7 +42,7 @@ TOPIC = "docker-e2e"
 
 @pytest.fixture
 def compose_cluster(docker_engine, images, timings, request):
-    from kafkalite.testing.ports import free_ports
+    from kafkalite.local.ports import free_ports
 
     command = compose_command(docker_engine)
     if command is None:
@@ -95,7 +95,7 @@ INSIDE_SCRIPT = r"""
 import json, sys
 from kafkalite.client import Consumer, Producer, TopicPartition
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 bootstrap = "broker1:9092,broker2:9092,broker3:9092"
 brokers = sorted(f"{b.host}:{b.port}" for b in request("broker1", 9092, m.MetadataRequest(topics=[])).brokers)
 with Producer(bootstrap_servers=bootstrap, acks="all") as producer:

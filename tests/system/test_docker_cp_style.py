@@ -82,7 +82,7 @@ def test_cp_style_compose_file():
 
 @pytest.fixture
 def cp_cluster(docker_engine, images, timings, request):
-    from kafkalite.testing.ports import free_ports
+    from kafkalite.local.ports import free_ports
 
     command = compose_command(docker_engine)
     if command is None:
@@ -112,7 +112,7 @@ def cp_cluster(docker_engine, images, timings, request):
 INSIDE_SCRIPT = r"""
 import json
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 answer = request("broker", 29092, m.MetadataRequest(topics=[]))
 print(json.dumps(sorted(f"{b.node_id}@{b.host}:{b.port}" for b in answer.brokers)))
 """

@@ -30,7 +30,7 @@ from kafkalite import AdminClient, NewTopic, Producer
 from kafkalite.errors import KafkaStorageError
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 
 from replication_tools import BackgroundProducer, log_bytes_up_to, read_all, step_printer
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalite import errors
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 from replication_tools import jepsen_problems, start_acks_all_traffic, step_printer, try_produce
 

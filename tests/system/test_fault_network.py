@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.faults.network import STATE_DIR, FaultNetwork
 from kafkalite.testing.faults.topology import HOST
 

@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from kafkalite.testing.cluster import wait_until
-from kafkalite.testing.zookeeper import expire_session
+from kafkalite.local.cluster import wait_until
+from kafkalite.local.zookeeper import expire_session
 
 from replication_tools import BackgroundProducer, create_topic, jepsen_problems
 

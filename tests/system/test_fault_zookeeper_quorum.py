@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalite import AdminClient, NewTopic
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 from replication_tools import (create_topic, jepsen_problems, read_all, start_acks_all_traffic,
                                step_printer, try_produce)

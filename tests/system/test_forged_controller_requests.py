@@ -12,7 +12,7 @@ from kafkalite import Consumer, Producer, TopicPartition
 from kafkalite.errors import (NotControllerError, StaleBrokerEpochError,
                               StaleControllerEpochError)
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 from kafkalite.zk import ZkClient
 
 pytestmark = pytest.mark.system
@@ -146,7 +146,7 @@ def test_control_plane_listener_is_the_only_door(kafkalite_cluster_factory):
     """control.plane.listener.name (KIP-291): the controller talks to the brokers on CONTROL, so
     even a perfect forgery (the real controller id, epoch and broker epoch) is refused on the
     clients' listener, while the real controller still moves leadership."""
-    from kafkalite.testing.ports import free_port
+    from kafkalite.local.ports import free_port
 
     cluster = kafkalite_cluster_factory(3, start=False)
     for broker in cluster.brokers.values():

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Producer as ConfluentProducer
 
 from kafkalite import Producer
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 from replication_tools import create_topic, read_all
 from response_dropping_proxy import PRODUCE, ResponseDroppingProxy

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

@@ -42,7 +42,7 @@ import pytest
 
 from kafkalite.coordinator.partitioner import partition_for
 from kafkalite.coordinator.types import OFFSETS_TOPIC
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))

@@ -14,7 +14,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import decode_response, encode_request, encode_request_payload
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.record import build_batch, iter_records
-from kafkalite.testing.cluster import request
+from kafkalite.local.cluster import request
 
 pytestmark = pytest.mark.system
 

@@ -19,7 +19,7 @@ import pytest
 from kafkalite import AdminClient, NewTopic
 from kafkalite.errors import (NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
                               RequestTimedOutError)
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 from raw_partition_tools import partition_as_seen_by, produce_raw, replica_records
 

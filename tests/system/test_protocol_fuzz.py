@@ -25,7 +25,7 @@ from kafkalite import AdminClient, NewTopic
 from kafkalite.errors import BrokerNotAvailableError, StaleBrokerEpochError
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import encode_request
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 from kafkalite.zk import ZkClient
 
 from protocol_fuzz_session import CLUSTER_OVERRIDES, run_session

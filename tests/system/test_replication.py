@@ -8,7 +8,7 @@ import pytest
 
 from kafkalite import Producer, errors
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 
 from replication_tools import (BackgroundProducer, create_topic, log_bytes_up_to, read_all,
                                step_printer)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.secure_cluster import secure_cluster
 
 confluent_kafka = pytest.importorskip("confluent_kafka", reason="needs confluent-kafka")

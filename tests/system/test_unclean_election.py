@@ -27,7 +27,7 @@ import pytest
 from kafkalite import AdminClient, NewTopic
 from kafkalite.errors import (LeaderNotAvailableError, NotLeaderForPartitionError,
                               UnknownTopicOrPartitionError)
-from kafkalite.testing.cluster import BrokerExitedError, ClusterError, wait_until
+from kafkalite.local.cluster import BrokerExitedError, ClusterError, wait_until
 
 from raw_partition_tools import partition_as_seen_by, produce_raw, replica_records
 from replication_tools import read_all

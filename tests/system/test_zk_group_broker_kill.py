@@ -29,7 +29,7 @@ import pytest
 import os
 import signal
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.zk import ZkClient
 
 from replication_tools import BackgroundProducer, create_topic

@@ -13,7 +13,7 @@ the replicas agreeing byte for byte.
 import pytest
 
 from kafkalite.protocol import messages as m
-from kafkalite.testing.cluster import request, wait_until
+from kafkalite.local.cluster import request, wait_until
 from kafkalite.zk import ZkClient
 
 from replication_tools import BackgroundProducer, create_topic, jepsen_problems

@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkalite.testing.apache_kafka import run_tool
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 # The first system is the one under test; the second is the oracle.
 KAFKALITE, KAFKA = "kafkalite", "kafka"

@@ -22,7 +22,7 @@ from kafka_tool_checks import (KAFKA, KAFKALITE, admin, produce, tool, unique,
                                wait_for_leaders, zk_address)
 
 from kafkalite.config_kafka_table import KAFKA_BROKER_DEFS
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS
 
 pytestmark = [pytest.mark.integration]

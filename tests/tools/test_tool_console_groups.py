@@ -16,7 +16,7 @@ from confluent_kafka.admin import NewTopic
 from kafka_tool_checks import (KAFKA, KAFKALITE, admin, committed, consume, normalise, produce,
                                tool, unique, wait_for_leaders)
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.integration]
 

@@ -16,7 +16,7 @@ import pytest
 from kafka_tool_checks import (KAFKA, KAFKALITE, consume, describe_rows, normalise, partitions_of,
                                produce, tool, unique, wait_for_leaders, zk_address)
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.integration]
 

@@ -12,7 +12,7 @@ from kafka_tool_checks import (KAFKA, KAFKALITE, consume, describe_rows, describ
                                normalise, on_every_broker, partitions_of, produce, tool,
                                topic_names, unique, wait_for_leaders, zk_address)
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.integration]
 

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from kafka_tool_checks import (KAFKA, KAFKALITE, partitions_of, produce, tool, unique,
                                wait_for_leaders, zk_address)
 
-from kafkalite.testing.cluster import wait_until
+from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.integration]
 

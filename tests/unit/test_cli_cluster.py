@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from kafkalite.cli.main import main
-from kafkalite.testing.procs import pid_alive, pid_start_time
+from kafkalite.local.procs import pid_alive, pid_start_time
 
 
 def run(capsys, *args):

@@ -1,4 +1,4 @@
-"""kafkalite.testing.procs: children that die with their parent, pids checked with start times."""
+"""kafkalite.local.procs: children that die with their parent, pids checked with start times."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kafkalite.testing.procs import (
+from kafkalite.local.procs import (
     parent_death_preexec,
     pid_alive,
     pid_start_time,
@@ -50,7 +50,7 @@ def test_a_child_with_a_parent_death_signal_dies_with_its_parent_killed_by_sigki
     middle = subprocess.Popen(
         [sys.executable, "-c",
          ("import signal, subprocess, sys, time\n"
-          "from kafkalite.testing.procs import parent_death_preexec\n"
+          "from kafkalite.local.procs import parent_death_preexec\n"
           "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
           "                     preexec_fn=parent_death_preexec(signal.SIGTERM))\n"
           "print(p.pid, flush=True)\n"

@@ -6,14 +6,14 @@ import ipaddress
 
 import pytest
 
-from kafkalite.testing.cluster import LocalCluster
+from kafkalite.local.cluster import LocalCluster
 from kafkalite.testing.faults import nft, topology
 from kafkalite.testing.faults.cluster import FaultCluster
 from kafkalite.testing.faults.topology import RunNames, TopologyError
-from kafkalite.testing.procs import Placement
-from kafkalite.testing.zookeeper_ensemble import EnsembleMember, ensemble_configs, plan_members
-from kafkalite.testing.zookeeper_install import QUORUM_MAIN, ZooKeeperInstall
-from kafkalite.testing.zookeeper_process import SERVER_DEFAULTS, ZooKeeperProcess
+from kafkalite.local.procs import Placement
+from kafkalite.local.zookeeper_ensemble import EnsembleMember, ensemble_configs, plan_members
+from kafkalite.local.zookeeper_install import QUORUM_MAIN, ZooKeeperInstall
+from kafkalite.local.zookeeper_process import SERVER_DEFAULTS, ZooKeeperProcess
 
 NAMES = RunNames("0a1b2c")
 SUBNET = ipaddress.IPv4Network("10.77.3.0/24")

@@ -33,8 +33,8 @@ class AuthorizerPair:
 
     def __init__(self, zk_connect_base: str, workdir: str):
         from kafkalite.testing.apache_kafka import ApacheKafkaCluster
-        from kafkalite.testing.cluster import LocalCluster
-        from kafkalite.testing.zookeeper import create_chroots
+        from kafkalite.local.cluster import LocalCluster
+        from kafkalite.local.zookeeper import create_chroots
 
         chroots = create_chroots(zk_connect_base, "kl-authorizer", "ak-authorizer")
         settings = authorizer_settings()

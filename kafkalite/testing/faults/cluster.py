@@ -23,11 +23,11 @@ import logging
 import signal
 from typing import Any, Iterable
 
-from kafkalite.testing.cluster import LocalCluster, wait_until
+from kafkalite.local.cluster import LocalCluster, wait_until
 from kafkalite.testing.faults.network import FaultNetwork
 from kafkalite.testing.faults.topology import HOST
-from kafkalite.testing.zookeeper import unique_chroot
-from kafkalite.testing.zookeeper_ensemble import ZooKeeperEnsemble
+from kafkalite.local.zookeeper import unique_chroot
+from kafkalite.local.zookeeper_ensemble import ZooKeeperEnsemble
 
 log = logging.getLogger(__name__)
 

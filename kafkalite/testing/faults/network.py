@@ -37,7 +37,7 @@ from typing import Iterable, Sequence
 
 from kafkalite.testing.faults import nft, topology
 from kafkalite.testing.faults.topology import HOST, RunNames
-from kafkalite.testing.procs import Placement, pid_alive, pid_start_time
+from kafkalite.local.procs import Placement, pid_alive, pid_start_time
 
 log = logging.getLogger(__name__)
 
