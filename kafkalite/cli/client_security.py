@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import click
 
-from kafkalite.cli.options import CliError
+from kafkalite.cli.errors import CliError
 
 __all__ = ["command_config_option", "security_from_properties", "load_command_config",
            "environment_security", "COMMAND_CONFIG_ENV"]

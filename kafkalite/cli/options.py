@@ -6,6 +6,9 @@ import contextlib
 
 import click
 
+from kafkalite.cli.client_security import environment_security
+from kafkalite.cli.errors import CliError  # noqa: F401 - most subcommands import it from here
+
 bootstrap_option = click.option(
     "--bootstrap-server", "bootstrap_server", envvar="KAFKALITE_BOOTSTRAP_SERVER",
     default="127.0.0.1:9092", show_default=True,
@@ -17,17 +20,6 @@ zookeeper_option = click.option(
 
 
 # --- shared helpers of the Kafka tool subcommands ----------------------------------------------
-
-class CliError(click.ClickException):
-    """A mistake the user can fix: printed as one ``error: ...`` line, exit status 1 (or 2)."""
-
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
 
 class ActionCommand(click.Command):
     """A Kafka-style tool whose action is a flag (``--create``), also callable as a subcommand
@@ -270,7 +262,6 @@ def admin_client(bootstrap, zookeeper: str | None = None, *, defaulted: bool = F
     ``Endpoints`` (then ``zookeeper`` is its optional ZooKeeper unless given). With
     ``connect_zookeeper`` the session opens at once, so a wrong address fails here with a hint."""
     from kafkalite import errors
-    from kafkalite.cli.client_security import environment_security
     from kafkalite.client.admin import AdminClient
 
     if not any(k.startswith(("security_", "ssl_", "sasl_")) for k in kwargs):
