@@ -47,9 +47,12 @@ import time
 
 import click
 
+from kafkalite.cli.cluster_pidfile import (
+    PIDFILE, Pidfile, all_processes, pidfile_path, process_alive, read_pidfile, write_atomically,
+)
+from kafkalite.cli.cluster_restart import restart_broker, restart_requested_brokers
 from kafkalite.cli.options import CliError
 
-PIDFILE = "cluster.pid"
 ENVFILE = "cluster.env"
 LOGFILE = "cluster.log"
 ZOOKEEPER_DEATH_SIGNAL = signal.SIGTERM
@@ -69,86 +72,15 @@ def command():
 
 # --- the pidfile ---------------------------------------------------------------------------------
 
-def pidfile_path(data_dir: str) -> str:
-    return os.path.join(data_dir, PIDFILE)
-
-
-def read_pidfile(data_dir: str) -> dict | None:
-    """The cluster.pid of ``data_dir`` (None when there is none, or it is unreadable)."""
-    try:
-        with open(pidfile_path(data_dir)) as fh:
-            info = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) and "owner" in info else None
-
-
-def _write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _entry(role: str, pid: int | None, port: int | None, **extra) -> dict:
-    from kafkalite.local.procs import pid_start_time
-
-    return {"role": role, "pid": pid, "start_time": pid_start_time(pid) if pid else None,
-            "port": port, **extra}
-
-
-def _all_processes(info: dict) -> list[dict]:
-    return [info["owner"], *info.get("processes", [])]
-
-
-def _alive(entry: dict) -> bool:
-    from kafkalite.local.procs import pid_alive
-
-    return pid_alive(entry.get("pid"), entry.get("start_time"))
-
-
-class _Pidfile:
-    """The owner's record of what it started, rewritten whole at every change."""
-
-    def __init__(self, data_dir: str, env_file: str, detached: bool):
-        self.path = pidfile_path(data_dir)
-        self.info = {
-            "data_dir": data_dir, "env_file": env_file, "detached": detached,
-            "log": os.path.join(data_dir, LOGFILE) if detached else None,
-            "state": "starting", "bootstrap_servers": None, "zookeeper": None,
-            "owner": _entry("supervisor" if detached else "launcher", os.getpid(), None),
-            "processes": [],
-        }
-
-    def add(self, role: str, pid: int, port: int, **extra) -> None:
-        self.info["processes"].append(_entry(role, pid, port, **extra))
-        self.write()
-
-    def update(self, **values) -> None:
-        self.info.update(values)
-        self.write()
-
-    def write(self) -> None:
-        _write_atomically(self.path, json.dumps(self.info, indent=2) + "\n")
-
-    def remove(self) -> None:
-        current = read_pidfile(os.path.dirname(self.path))
-        if current is not None and current["owner"].get("pid") == os.getpid():
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
-
-
 def _refuse_if_running(data_dir: str) -> None:
     info = read_pidfile(data_dir)
     if info is None:
         return
-    alive = [p for p in _all_processes(info) if _alive(p)]
+    alive = [p for p in all_processes(info) if process_alive(p)]
     if alive:
         owner = info["owner"]
         what = (f"a cluster is already running from {data_dir} (its {owner['role']} is pid "
-                f"{owner['pid']})" if _alive(owner) else
+                f"{owner['pid']})" if process_alive(owner) else
                 f"processes of an earlier cluster still run from {data_dir} (pids "
                 f"{', '.join(str(p['pid']) for p in alive)})")
         raise CliError(f"{what}: stop it with 'kafkalite cluster down --data-dir {data_dir}', "
@@ -343,7 +275,6 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
     """Start everything, report, run until a stop signal, stop everything (the owner)."""
     from rich.console import Console
 
-    from kafkalite.cli.cluster_restart import restart_requested_brokers
     from kafkalite.cli.cluster_security import client_settings, secure_local_cluster
     from kafkalite.config import parse_overrides
     from kafkalite.local.cluster import ClusterError, LocalCluster
@@ -373,7 +304,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
                 os.close(ready_fd)
             ready_fd = None
 
-    pidfile = _Pidfile(data_dir, env_file, detached=supervisor)
+    pidfile = Pidfile(data_dir, env_file, detached=supervisor,
+                      log=os.path.join(data_dir, LOGFILE) if supervisor else None)
     pidfile.write()
     zk_server = None
     cluster = None
@@ -420,8 +352,8 @@ def _run_cluster(*, num_brokers, data_dir, zookeeper, zk_port, zk_force_sync, ba
             report({"ok": False, "error": str(exc)})
             raise CliError(str(exc)) from None
         bootstrap = secured.bootstrap if secured else cluster.bootstrap_servers
-        _write_atomically(env_file, "".join(f"{name}={value}\n"
-                                            for name, value in _env_lines(bootstrap, zookeeper)))
+        write_atomically(env_file, "".join(f"{name}={value}\n"
+                                           for name, value in _env_lines(bootstrap, zookeeper)))
         wrote_env = True
         pidfile.update(state="ready", bootstrap_servers=bootstrap, zookeeper=zookeeper)
         for broker in cluster.brokers.values():
@@ -503,8 +435,8 @@ def status(ctx, data_dir):
                        f"cluster up --detach --data-dir {data_dir}'")
     rows = []
     all_up = info.get("state") == "ready"
-    for entry in _all_processes(info):
-        alive = _alive(entry)
+    for entry in all_processes(info):
+        alive = process_alive(entry)
         port = entry.get("port")
         listening = port_is_open("127.0.0.1", port) if alive and port else None
         up_now = alive and listening is not False
@@ -540,26 +472,26 @@ def down(data_dir, timeout):
         return
     owner = info["owner"]
     children = info.get("processes", [])
-    everyone = {e["pid"]: e.get("start_time") for e in _all_processes(info) if e.get("pid")}
+    everyone = {e["pid"]: e.get("start_time") for e in all_processes(info) if e.get("pid")}
     deadline = time.monotonic() + timeout
-    if _alive(owner):
+    if process_alive(owner):
         # the owner stops its children in order (brokers one by one, then ZooKeeper)
         _signal(owner, signal.SIGTERM)
     else:
         # the owner is gone and its children live on (no parent-death signal on this system):
         # do what it would have done
-        brokers = [e for e in children if e["role"] == "broker" and _alive(e)]
+        brokers = [e for e in children if e["role"] == "broker" and process_alive(e)]
         for entry in sorted(brokers, key=lambda e: -(e.get("broker_id") or 0)):
             _signal(entry, signal.SIGTERM)
             wait_pids_gone({entry["pid"]: entry.get("start_time")},
                            max(deadline - time.monotonic(), 0))
         for entry in children:
-            if entry["role"] != "broker" and _alive(entry):
+            if entry["role"] != "broker" and process_alive(entry):
                 _signal(entry, signal.SIGTERM)
     left = wait_pids_gone(everyone, max(deadline - time.monotonic(), 0))
     killed = []
-    for entry in _all_processes(info):
-        if entry.get("pid") in left and _alive(entry):
+    for entry in all_processes(info):
+        if entry.get("pid") in left and process_alive(entry):
             _signal(entry, signal.SIGKILL)
             killed.append(entry)
     if killed:
@@ -570,7 +502,7 @@ def down(data_dir, timeout):
     if env_file:
         with contextlib.suppress(OSError):
             os.unlink(env_file)
-    stopped = ", ".join(f"{_label(e)} (pid {e['pid']})" for e in _all_processes(info))
+    stopped = ", ".join(f"{_label(e)} (pid {e['pid']})" for e in all_processes(info))
     if killed:
         raise CliError(f"{', '.join(_label(e) for e in killed)} did not exit within "
                        f"{timeout:.0f} s and got SIGKILL; stopped: {stopped}")
@@ -578,15 +510,9 @@ def down(data_dir, timeout):
 
 
 def _signal(entry: dict, sig: int) -> None:
-    if _alive(entry):
+    if process_alive(entry):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(entry["pid"], sig)
 
 
-def _register_restart_broker() -> None:
-    from kafkalite.cli.cluster_restart import restart_broker
-
-    command.add_command(restart_broker)
-
-
-_register_restart_broker()
+command.add_command(restart_broker)

@@ -15,6 +15,9 @@ import time
 
 import click
 
+from kafkalite.cli.cluster_pidfile import process_alive, read_pidfile
+from kafkalite.cli.errors import CliError
+
 REQUEST_GLOB = "restart-broker-*.request"
 _REQUEST = re.compile(r"restart-broker-(\d+)\.request$")
 
@@ -60,19 +63,17 @@ def restart_requested_brokers(data_dir: str, cluster, pidfile) -> list[int]:
               help="seconds to wait until the broker listens again")
 def restart_broker(broker_id, data_dir, timeout):
     """Start a dead broker of a 'cluster up' again (same id, port and log dir)."""
-    from kafkalite.cli.cluster import _alive, read_pidfile
-    from kafkalite.cli.options import CliError
     from kafkalite.local.ports import port_is_open
 
     data_dir = os.path.abspath(data_dir)
     info = read_pidfile(data_dir)
-    if info is None or not _alive(info["owner"]):
+    if info is None or not process_alive(info["owner"]):
         raise CliError(f"no running cluster in {data_dir}: start one with 'kafkalite cluster up "
                        f"--data-dir {data_dir}'")
     entries = [e for e in info["processes"] if e.get("broker_id") == broker_id]
     if not entries:
         raise CliError(f"the cluster in {data_dir} has no broker {broker_id}")
-    if _alive(entries[0]):
+    if process_alive(entries[0]):
         click.echo(f"broker {broker_id} is running (pid {entries[0]['pid']})", err=True)
         return
     with open(request_path(data_dir, broker_id), "w"):
@@ -81,7 +82,7 @@ def restart_broker(broker_id, data_dir, timeout):
     while time.monotonic() < deadline:
         info = read_pidfile(data_dir) or info
         entry = next((e for e in info["processes"] if e.get("broker_id") == broker_id), None)
-        if entry and _alive(entry) and port_is_open("127.0.0.1", entry["port"]):
+        if entry and process_alive(entry) and port_is_open("127.0.0.1", entry["port"]):
             click.echo(f"broker {broker_id} restarted (pid {entry['pid']}, port "
                        f"{entry['port']})", err=True)
             return
