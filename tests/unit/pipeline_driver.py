@@ -13,15 +13,21 @@ Typical use, for a handler family::
     [(correlation_id, response)] = read_native_responses(transport, [ApiKey.METADATA])
 
 To drive the pipeline itself (codecs, ordering, error policy) without real handlers, give the
-dispatcher a table of ``ApiSpec`` rows whose handlers are test code:
-``ApiDispatcher(None, table={spec.key: spec for spec in rows})``.
+dispatcher a table of ``ApiSpec`` rows whose handlers are a ``Script``'s::
+
+    script = Script()
+    rows = [ApiSpec(ApiKey.METADATA, 11, script.handler(answer_metadata), converter)]
+    dispatcher = ApiDispatcher(None, table=table_of(rows))
+    script.behaviour[ApiKey.METADATA] = "defer"       # or an exception to raise
 """
 
 from __future__ import annotations
 
 import struct
 from types import SimpleNamespace
+from typing import Any, Callable, NamedTuple
 
+from twisted.internet import defer
 from twisted.internet.testing import StringTransport
 
 from kafkalite.protocol.envelope import decode_response as decode_native_response
@@ -30,8 +36,49 @@ from kafkalite.protocol.framing import encode_frame
 from kafkalite.protocol.kafka import codec as kafka_codec
 from kafkalite.server.network import BrokerProtocol
 
-__all__ = ["connect", "feed_bytewise", "kafka_frame", "native_frame", "read_frames",
-           "read_kafka_responses", "read_native_responses", "listener_factory"]
+__all__ = ["Call", "Script", "connect", "feed_bytewise", "kafka_frame", "listener_factory",
+           "native_frame", "read_frames", "read_kafka_responses", "read_native_responses",
+           "table_of"]
+
+
+class Call(NamedTuple):
+    ctx: Any           # the RequestContext the dispatcher built
+    request: Any       # the model request (a kio entity for legacy_kafka rows)
+
+
+class Script:
+    """Handlers for a test table that record each call and do what the test says, per API key:
+    ``behaviour[api_key]`` is ``"defer"`` (answer later: ``deferreds[api_key]`` holds the
+    Deferreds handed out), an exception (raised), or a function ``(ctx, request) -> answer``;
+    without one, the handler's own ``answer`` is used."""
+
+    def __init__(self):
+        self.calls: list[Call] = []
+        self.deferreds: dict[int, list[defer.Deferred]] = {}
+        self.behaviour: dict[int, Any] = {}
+
+    def handler(self, answer: Callable[[Any, Any], Any]):
+        """A row's handler (``handler``, ``legacy_kafka`` or ``legacy_native``) answering with
+        ``answer(ctx, request)`` unless told otherwise."""
+        def handle(broker, ctx, request):
+            self.calls.append(Call(ctx, request))
+            what = self.behaviour.get(ctx.api_key, answer)
+            if what == "defer":
+                d = defer.Deferred()
+                self.deferreds.setdefault(ctx.api_key, []).append(d)
+                return d
+            if isinstance(what, BaseException):
+                raise what
+            return what(ctx, request)
+        return handle
+
+    def keys_called(self) -> list[int]:
+        return [call.ctx.api_key for call in self.calls]
+
+
+def table_of(rows) -> dict:
+    """An API table (``{api key: ApiSpec}``) of ``rows``."""
+    return {spec.key: spec for spec in rows}
 
 
 def listener_factory(listener_name: str = "PLAINTEXT", listener_security=None):
