@@ -9,8 +9,10 @@ after one expired. What kafkalite adds on top:
 * children of a znode that may not exist: ``ChildrenWatch`` stops for good the first time its
   znode is missing, so a ``DataWatch`` on the same znode follows its existence: ``None`` while it
   is missing, and a fresh ``ChildrenWatch`` for each incarnation of it (its creation zxid);
-* ``cancel()``: a recipe stops when its function returns False, so a cancelled watch delivers
-  nothing more, and its recipes unhook the next time kazoo calls them.
+* ``cancel()``: kazoo's recipes have no stop of their own (one stops when its function returns
+  False), so each recipe gets the kazoo client through a :class:`_RecipeClient`, which remembers
+  the session listener the recipe adds; ``cancel()`` takes those away, so a cancelled recipe
+  reads nothing on later reconnections, and its function returns False if kazoo still calls it.
 
 This module knows nothing of ZkClient: it gets the kazoo client and the delivery hook.
 """
@@ -32,6 +34,34 @@ Deliver = Callable[..., None]    # deliver(callback, *args): runs callback(*args
 _NOTHING = object()              # the last value before any was delivered
 
 
+class _RecipeClient:
+    """The kazoo client as one recipe sees it: the same client, except that the session
+    listeners the recipe adds are remembered, for ``unhook()`` to remove."""
+
+    def __init__(self, kazoo: KazooClient):
+        self._kazoo = kazoo
+        self._listeners: list[Callable[[str], Any]] = []
+        self._unhooked = False
+        self._lock = threading.Lock()
+
+    def add_listener(self, listener: Callable[[str], Any]) -> None:
+        with self._lock:
+            if self._unhooked:      # cancelled while the recipe was being made
+                return
+            self._listeners.append(listener)
+            self._kazoo.add_listener(listener)
+
+    def unhook(self) -> None:
+        with self._lock:
+            self._unhooked = True
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            self._kazoo.remove_listener(listener)
+
+    def __getattr__(self, name: str) -> Any:   # get, exists, retry, handler, remove_listener ...
+        return getattr(self._kazoo, name)
+
+
 class ZkWatch:
     """A standing watch on one znode; ``cancel()`` stops it (no callback runs after that)."""
 
@@ -48,6 +78,7 @@ class ZkWatch:
         self._lock = threading.RLock()
         self._cancelled = False
         self._last: Any = _NOTHING
+        self._recipe_clients: list[_RecipeClient] = []
 
     @property
     def active(self) -> bool:
@@ -60,8 +91,18 @@ class ZkWatch:
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
+            recipe_clients, self._recipe_clients = self._recipe_clients, []
+        for recipe_client in recipe_clients:
+            recipe_client.unhook()
         if self._on_cancel is not None:
             self._on_cancel(self)
+
+    def _recipe_client(self) -> _RecipeClient:
+        """A client for one more recipe of this watch (cancel() unhooks it)."""
+        recipe_client = _RecipeClient(self._kazoo)
+        with self._lock:
+            self._recipe_clients.append(recipe_client)
+        return recipe_client
 
     def _offer(self, *value: Any) -> bool:
         """Deliver ``value`` unless it is the one delivered last; False once cancelled (kazoo's
@@ -81,7 +122,7 @@ class DataZkWatch(ZkWatch):
     kind = "data"
 
     def start(self) -> "DataZkWatch":
-        DataWatch(self._kazoo, self.path, self._on_data)
+        DataWatch(self._recipe_client(), self.path, self._on_data)
         return self
 
     def _on_data(self, data: bytes | None, stat: Any, event: Any = None) -> bool | None:
@@ -97,10 +138,20 @@ class ChildrenZkWatch(ZkWatch):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._incarnation: int | None = None   # czxid of the znode our ChildrenWatch follows
+        self._children_client: _RecipeClient | None = None   # that ChildrenWatch's
 
     def start(self) -> "ChildrenZkWatch":
-        DataWatch(self._kazoo, self.path, self._on_existence)
+        DataWatch(self._recipe_client(), self.path, self._on_existence)
         return self
+
+    def _retire_children_watch(self) -> None:
+        """The ChildrenWatch of a deleted (or replaced) znode: no more reads on reconnection
+        (it stopped itself when the znode went, but kept its session listener)."""
+        if self._children_client is not None:
+            self._children_client.unhook()
+            if self._children_client in self._recipe_clients:   # not when cancelled meanwhile
+                self._recipe_clients.remove(self._children_client)
+            self._children_client = None
 
     def _on_existence(self, data: bytes | None, stat: Any, event: Any = None) -> bool | None:
         with self._lock:
@@ -108,17 +159,22 @@ class ChildrenZkWatch(ZkWatch):
                 return False
             if stat is None:
                 self._incarnation = None     # retires the ChildrenWatch of the deleted znode
+                self._retire_children_watch()
                 self._offer(None)
                 return None
             if stat.czxid == self._incarnation:
                 return None                  # the znode's data changed, not the znode
             self._incarnation = stat.czxid
+            self._retire_children_watch()
+            self._children_client = children_client = self._recipe_client()
         try:  # outside the lock: the recipe's first read and callback happen right here
-            ChildrenWatch(self._kazoo, self.path,
+            ChildrenWatch(children_client, self.path,
                           functools.partial(self._on_children, stat.czxid))
         except KazooException:
             with self._lock:
-                self._incarnation = None     # try again at the znode's next change
+                if self._children_client is children_client:
+                    self._incarnation = None     # try again at the znode's next change
+                    self._retire_children_watch()
             if self.active:
                 log.exception("watch on the children of %s failed", self.path)
         return None

@@ -7,10 +7,12 @@ from __future__ import annotations
 import queue
 
 import pytest
+from kazoo.client import KazooClient
 from zk_cut_proxy import CutProxy
 
 from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.client import split_connect_string
+from kafkalite.zk.watch import ChildrenZkWatch, DataZkWatch
 
 pytestmark = pytest.mark.integration
 
@@ -130,3 +132,47 @@ def test_stop_cancels_every_watch(zk_client, watcher):
     zk_client.create("/s")
     zk_client.create("/s/child")
     assert watches[0].active is False and seen.empty()
+
+
+def test_cancel_takes_the_recipes_off_the_session(zk_connect):
+    """kazoo's recipes listen to the session to read again after reconnections; a cancelled
+    watch, and the ChildrenWatch of a deleted znode, must stop listening."""
+    hosts, chroot = split_connect_string(zk_connect)
+    kazoo = KazooClient(hosts=hosts + chroot)
+    kazoo.start(timeout=10)
+    try:
+        before = set(kazoo.state_listeners)
+        seen = queue.Queue()
+
+        def deliver(callback, *args):
+            callback(*args)
+
+        children = ChildrenZkWatch(kazoo, "/c", seen.put, deliver).start()
+        data = DataZkWatch(kazoo, "/c", lambda d, v: seen.put((d, v)), deliver).start()
+        assert [seen.get(timeout=5), seen.get(timeout=5)] == [None, (None, None)]
+        for _ in range(3):                          # three incarnations of /c
+            kazoo.create("/c")
+            assert sorted([seen.get(timeout=5), seen.get(timeout=5)], key=repr) == \
+                [(b"", 0), []]
+            kazoo.delete("/c")
+            assert sorted([seen.get(timeout=5), seen.get(timeout=5)], key=repr) == \
+                [(None, None), None]
+        kazoo.create("/c")
+        assert sorted([seen.get(timeout=5), seen.get(timeout=5)], key=repr) == [(b"", 0), []]
+        # the two DataWatches and the ChildrenWatch of the live /c; the other three are gone
+        assert len(kazoo.state_listeners - before) == 3
+        children.cancel()
+        data.cancel()
+        assert kazoo.state_listeners == before
+        kazoo.create("/c/child")
+        kazoo.set("/c", b"x")
+        later = queue.Queue()
+        DataZkWatch(kazoo, "/c", lambda d, v: later.put(d), deliver).start()
+        assert later.get(timeout=5) == b"x"
+        kazoo.set("/c", b"y")
+        # watch events run one at a time, in order: the cancelled recipes have had theirs
+        assert later.get(timeout=5) == b"y"
+        assert seen.empty()
+    finally:
+        kazoo.stop()
+        kazoo.close()
