@@ -1,7 +1,7 @@
 """DescribeAcls, CreateAcls and DeleteAcls, for both protocols (Kafka 2.8's handlers).
 
-The logic works on ``security.acl`` objects; ``kafka_*`` functions translate kio requests and
-answer with dicts, ``native_*`` functions do the same with kafkalite's native messages. Describe
+The logic works on ``security.acl`` objects; the ``handle_*`` functions serve the API table's
+rows over the protocol-neutral model (Kafka's converters: ``protocol.kafka.convert.acls``). Describe
 needs Describe on the cluster, create and delete need Alter on the cluster; a broker without an
 authorizer answers SECURITY_DISABLED. A Cluster ACL must name ``kafka-cluster``, and no resource
 name may be empty or hold a ``/`` (it becomes a znode).
@@ -152,63 +152,24 @@ def _group(bindings: list[AclBinding]) -> dict[ResourcePattern, list[AccessContr
     return grouped
 
 
-# --- Kafka's protocol ---------------------------------------------------------------------------
+# --- the handlers (one per API, both protocols) --------------------------------------------------
 
-def kafka_describe(broker, authz, request, version) -> dict:
-    code, message, bindings = describe(broker, authz, (
-        request.resource_type_filter, request.resource_name_filter,
-        getattr(request, "pattern_type_filter", PatternType.LITERAL), request.principal_filter,
-        request.host_filter, request.operation, request.permission_type))
-    return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": [
-        {"resource_type": p.resource_type, "resource_name": p.name,
-         "pattern_type": p.pattern_type,
-         "acls": [{"principal": e.principal, "host": e.host, "operation": e.operation,
-                   "permission_type": e.permission_type} for e in entries]}
-        for p, entries in _group(bindings).items()]}
-
-
-def kafka_create(broker, authz, request, version) -> defer.Deferred:
-    creations = [(c.resource_type, c.resource_name,
-                  getattr(c, "resource_pattern_type", PatternType.LITERAL), c.principal, c.host,
-                  c.operation, c.permission_type) for c in request.creations]
-    return create(broker, authz, creations).addCallback(lambda results: {
-        "throttle_time": 0, "results": [{"error_code": code, "error_message": message}
-                                        for code, message in results]})
-
-
-def kafka_delete(broker, authz, request, version) -> defer.Deferred:
-    filters = [(f.resource_type_filter, f.resource_name_filter,
-                getattr(f, "pattern_type_filter", PatternType.LITERAL), f.principal_filter,
-                f.host_filter, f.operation, f.permission_type) for f in request.filters]
-    return delete(broker, authz, filters).addCallback(lambda results: {
-        "throttle_time": 0, "filter_results": [{
-            "error_code": code, "error_message": message, "matching_acls": [{
-                "error_code": 0, "error_message": None,
-                "resource_type": b.pattern.resource_type, "resource_name": b.pattern.name,
-                "pattern_type": b.pattern.pattern_type, "principal": b.entry.principal,
-                "host": b.entry.host, "operation": b.entry.operation,
-                "permission_type": b.entry.permission_type} for b in deleted]}
-            for code, message, deleted in results]})
-
-
-# --- kafkalite's native protocol ----------------------------------------------------------------
-
-def native_describe(broker, authz, request: m.DescribeAclsRequest) -> m.DescribeAclsResponse:
-    code, message, bindings = describe(broker, authz, tuple(request.filter))
+def handle_describe_acls(broker, ctx, request: m.DescribeAclsRequest) -> m.DescribeAclsResponse:
+    code, message, bindings = describe(broker, ctx.authz, tuple(request.filter))
     return m.DescribeAclsResponse(error_code=code, error_message=message, resources=[
         m.AclResource(int(p.resource_type), p.name, int(p.pattern_type), [
             m.AclDescription(e.principal, e.host, int(e.operation), int(e.permission_type))
             for e in entries]) for p, entries in _group(bindings).items()])
 
 
-def native_create(broker, authz, request: m.CreateAclsRequest) -> defer.Deferred:
-    return create(broker, authz, [tuple(c) for c in request.creations]).addCallback(
+def handle_create_acls(broker, ctx, request: m.CreateAclsRequest) -> defer.Deferred:
+    return create(broker, ctx.authz, [tuple(c) for c in request.creations]).addCallback(
         lambda results: m.CreateAclsResponse(results=[m.AclCreationResult(code, message)
                                                       for code, message in results]))
 
 
-def native_delete(broker, authz, request: m.DeleteAclsRequest) -> defer.Deferred:
-    return delete(broker, authz, [tuple(f) for f in request.filters]).addCallback(
+def handle_delete_acls(broker, ctx, request: m.DeleteAclsRequest) -> defer.Deferred:
+    return delete(broker, ctx.authz, [tuple(f) for f in request.filters]).addCallback(
         lambda results: m.DeleteAclsResponse(filter_results=[
             m.DeleteAclsFilterResult(code, message, [
                 m.DeleteAclsMatchingAcl(0, None, int(b.pattern.resource_type), b.pattern.name,

@@ -22,7 +22,7 @@ import time
 
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
-from kafkalite.protocol.kafka.versions import is_supported
+from kafkalite.server.api_table import kafka_ranges
 
 from fuzz_frames import KAFKA, Case, complete_frames, frame, sniff
 
@@ -313,7 +313,8 @@ def _check_response(request_payload: bytes, response: bytes) -> str | None:
     (got,) = struct.unpack_from(">i", response)
     if got != correlation_id:
         return f"correlation id {got} answers a request with {correlation_id}"
-    if not is_supported(api_key, version):
+    bounds = kafka_ranges().get(api_key)
+    if bounds is None or not bounds[0] <= version <= bounds[1]:
         if api_key != ApiKey.API_VERSIONS:
             return f"an answer to unsupported {ApiKey.name_of(api_key)} v{version}"
         version = 0          # ApiVersions' answer to an unknown version is v0

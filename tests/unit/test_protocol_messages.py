@@ -228,6 +228,7 @@ REQUEST_SAMPLES = [
     sm.DescribeAclsRequest(filter=sm.AclFilter(2, None, 1, "User:alice", None, 1, 1)),
     sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
     sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
+    sm.DescribeClusterRequest(include_cluster_authorized_operations=True),
 ]
 
 RESPONSE_SAMPLES = [
@@ -310,6 +311,8 @@ RESPONSE_SAMPLES = [
     sm.CreateAclsResponse(results=[sm.AclCreationResult(0, None)]),
     sm.DeleteAclsResponse(filter_results=[sm.DeleteAclsFilterResult(0, None, [
         sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
+    sm.DescribeClusterResponse(cluster_id="c", controller_id=2, brokers=[
+        sm.DescribeClusterBroker(1, "h", 9092, None), sm.DescribeClusterBroker(2, "h", 9093, "r")]),
 ]
 
 
@@ -330,7 +333,8 @@ def test_api_keys_are_kafkas_numbers():
                 "FIND_COORDINATOR": 10, "JOIN_GROUP": 11, "HEARTBEAT": 12, "LEAVE_GROUP": 13,
                 "SYNC_GROUP": 14, "DESCRIBE_GROUPS": 15, "LIST_GROUPS": 16, "DELETE_GROUPS": 42,
                 "OFFSET_DELETE": 47, "SASL_HANDSHAKE": 17, "SASL_AUTHENTICATE": 36,
-                "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31}
+                "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31,
+                "DESCRIBE_CLUSTER": 60}
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 

@@ -1,7 +1,7 @@
 """The conformance catalogue: every scenario, grouped by family (one module each).
 
 The scenarios cover every Kafka API a kafkalite broker advertises (31 API keys, the table in
-``kafkalite.protocol.kafka.versions.KAFKA_28_MAX_VERSIONS``), and a few of Kafka 2.8's that it
+``kafkalite.server.api_table``), and a few of Kafka 2.8's that it
 does not serve yet (whose differences are allowlisted). ``tests/conformance`` checks that every
 served key is named by some scenario. The ``acls`` scenarios run on a pair of 1-broker clusters
 with an authorizer (``conformance.clusters``); all others on the shared 3-broker pair.

@@ -337,11 +337,11 @@ def create_partitions_messages(ctx: Context) -> object:
 def api_versions_served_maxima(ctx: Context) -> object:
     """ApiVersions v3: the highest version of each API kafkalite serves (Kafka's own for those
     keys), and that the answer is an error-free v3 one."""
-    from kafkalite.protocol.kafka.versions import KAFKA_28_MAX_VERSIONS
+    from kafkalite.server.api_table import kafka_ranges
 
     answer = raw.call(ctx.addresses[0], 18, 3, {"client_software_name": "conformance",
                                                  "client_software_version": "1.0"})
-    served = {int(k) for k in KAFKA_28_MAX_VERSIONS}
+    served = {int(k) for k in kafka_ranges()}
     return {"error": answer["error_code"],
             "maxima": {raw.api_name(k["api_key"]): k["max_version"]
                        for k in answer["api_keys"] if k["api_key"] in served}}
