@@ -9,8 +9,11 @@ then "stale". kafkalite obeys a controller request only when ZooKeeper backs it:
   holds, both read from ZooKeeper for this request (a claim ZooKeeper does not back is refused
   and logged; only when ZooKeeper cannot be read does the last confirmed controller stand in);
 - it is addressed to this broker's current registration: its broker epoch (KIP-380; Kafka lets
-  ``-1`` through, kafkalite's controller always sends the epoch, so nothing else is accepted);
-- with ``control.plane.listener.name`` set (KIP-291), it arrived on that listener.
+  ``-1`` through, kafkalite's controller always sends the epoch, so nothing else is accepted).
+
+Which listener may carry a controller request (the control-plane listener of KIP-291, or the
+inter-broker one when there is none) is the API table's listener rule
+(``api_table.listener_may_carry``): a request on another listener never reaches this gate.
 
 Requests are admitted one at a time, in arrival order, as Kafka's replica state-change lock does:
 a LeaderAndIsr waiting for ZooKeeper is never overtaken by the next one.
@@ -46,15 +49,9 @@ class Refusal:
 
 
 def judge(controller_id: int, controller_epoch: int, broker_epoch: int,
-          known: ControllerIdentity | None, my_broker_epoch: int,
-          listener: str | None = None, control_listener: str | None = None
-          ) -> Refusal | None:
+          known: ControllerIdentity | None, my_broker_epoch: int) -> Refusal | None:
     """None when the request may be obeyed, else why not. ``known`` is ZooKeeper's controller
     (None: ZooKeeper names none and none could be confirmed)."""
-    if control_listener is not None and listener != control_listener:
-        return Refusal(errors.NotControllerError,
-                       f"controller requests are accepted only on the control-plane listener "
-                       f"{control_listener}, not on {listener}")
     if known is None:
         return Refusal(errors.NotControllerError,
                        f"broker {controller_id} claims to be controller at epoch "
@@ -88,23 +85,21 @@ class ControllerRequestGate:
     the broker has heard back from its own create).
     """
 
-    def __init__(self, read_identity, broker_epoch, read_broker_epoch,
-                 control_listener: str | None = None):
+    def __init__(self, read_identity, broker_epoch, read_broker_epoch):
         self._read_identity = read_identity
         self._broker_epoch = broker_epoch
         self._read_broker_epoch = read_broker_epoch
-        self.control_listener = control_listener
         self.last_confirmed: ControllerIdentity | None = None
         self.refused = 0
         self._lock = defer.DeferredLock()
 
-    def admit(self, request, apply, listener: str | None = None) -> defer.Deferred:
+    def admit(self, request, apply) -> defer.Deferred:
         """Fire with ``apply(request)``'s response if the request is backed by ZooKeeper, else
         with the request's error response."""
-        return self._lock.run(self._admit, request, apply, listener)
+        return self._lock.run(self._admit, request, apply)
 
     @defer.inlineCallbacks
-    def _admit(self, request, apply, listener):
+    def _admit(self, request, apply):
         known = yield self._confirmed_identity()
         my_broker_epoch = self._broker_epoch()
         if request.broker_epoch > my_broker_epoch:
@@ -113,7 +108,7 @@ class ControllerRequestGate:
             except Exception as exc:  # noqa: BLE001 - judged by what the broker knows
                 log.warning("cannot read this broker's registration from ZooKeeper: %s", exc)
         refusal = judge(request.controller_id, request.controller_epoch, request.broker_epoch,
-                        known, my_broker_epoch, listener, self.control_listener)
+                        known, my_broker_epoch)
         if refusal is not None:
             self.refused += 1
             log.warning("refused %s claiming controller %d at epoch %d: %s",

@@ -1,4 +1,5 @@
-"""The broker's gate for controller requests: the pure judgement and its ZooKeeper reads."""
+"""The broker's gate for controller requests: the pure judgement and its ZooKeeper reads. (Which
+listener may carry them is the API table's listener rule: tests/unit/test_api_table.py.)"""
 
 import pytest
 from hypothesis import given, strategies as st
@@ -34,12 +35,6 @@ def test_no_controller_in_zookeeper_refuses_everyone():
     assert judge(2, 5, MINE, None, MINE).error is errors.NotControllerError
 
 
-def test_the_control_plane_listener_is_the_only_door():
-    assert judge(2, 5, MINE, ZK, MINE, "CONTROL", "CONTROL") is None
-    refusal = judge(2, 5, MINE, ZK, MINE, "PLAINTEXT", "CONTROL")
-    assert refusal.error is errors.NotControllerError and "CONTROL" in refusal.reason
-
-
 @given(st.integers(-1, 9), st.integers(-1, 40), st.integers(-2, 2000))
 def test_only_the_exact_claim_passes(controller_id, epoch, broker_epoch):
     accepted = judge(controller_id, epoch, broker_epoch, ZK, MINE) is None
@@ -53,7 +48,7 @@ def leader_and_isr(controller_id=2, epoch=5, broker_epoch=MINE):
                                                                   [1])])
 
 
-def make_gate(identities, broker_epoch=MINE, registered=MINE, control=None):
+def make_gate(identities, broker_epoch=MINE, registered=MINE):
     """A gate whose ZooKeeper reads answer from ``identities`` (one Deferred per read)."""
     reads = []
 
@@ -62,7 +57,7 @@ def make_gate(identities, broker_epoch=MINE, registered=MINE, control=None):
         reads.append(d)
         return d
     gate = ControllerRequestGate(read_identity, lambda: broker_epoch,
-                                 lambda: defer.succeed(registered), control)
+                                 lambda: defer.succeed(registered))
     return gate, reads
 
 
