@@ -22,7 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["build", "field_names", "millis", "topic_uuid"]
+__all__ = ["build", "field_names", "millis", "topic_uuid", "unknown_keys"]
 
 _KIND_PLAIN = 0
 _KIND_ERROR = 1
@@ -175,3 +175,23 @@ def build(cls: type, values: dict) -> Any:
         elif f.required:
             raise KeyError(f"{cls.__module__}.{cls.__name__}: no value for field {f.name!r}")
     return cls(**kwargs)
+
+
+def unknown_keys(cls: type, values: dict, path: str = "") -> set[str]:
+    """The keys of ``values`` (recursively, as dotted paths) that entity ``cls`` has no field
+    for. ``build`` drops such keys, since one dict serves every version; a key that no version
+    of an API knows is a misspelling, which the converters' tests catch with this."""
+    if not isinstance(values, dict):
+        return set()
+    fields = {f.name: f for f in _fields(cls)}
+    unknown = set()
+    for key, value in values.items():
+        f = fields.get(key)
+        if f is None:
+            unknown.add(path + key)
+        elif f.kind == _KIND_ENTITY and isinstance(value, dict):
+            unknown |= unknown_keys(f.nested, value, f"{path}{key}.")
+        elif f.kind == _KIND_ENTITIES and value:
+            for item in value:
+                unknown |= unknown_keys(f.nested, item, f"{path}{key}[].")
+    return unknown
