@@ -38,6 +38,7 @@ from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.dynamic_config import BrokerDynamicConfig
 from kafkalite.server.kafka_apis import KafkaProtocolApis
+from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.dispatch import ApiDispatcher
@@ -93,6 +94,8 @@ class BrokerService(service.MultiService):
         self.controller_requests = ControllerRequestGate(
             lambda: read_controller_identity(self.tzk), lambda: self.broker_epoch,
             self._registered_broker_epoch, config.control_plane_listener_name)
+        # admin answers that wait for UpdateMetadata (CreateTopics, DeleteTopics, ...)
+        self.metadata_waits = MetadataWaits(reactor)
         self.apis = KafkaApis(self)
         self.kafka_apis = KafkaProtocolApis(self, self.apis)
         self.dispatcher = ApiDispatcher(self)

@@ -106,7 +106,7 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
                          f"partitions {', '.join(map(str, new_partitions))} were added to topic "
                          f"'{topic}' but did not all have a leader within {timeout_ms} ms")
 
-    await broker.apis._wait_for_metadata(timeout_ms, ready, done)
+    await broker.metadata_waits.wait(timeout_ms, ready, done)
     return result[0]
 
 

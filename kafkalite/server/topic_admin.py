@@ -119,7 +119,7 @@ async def _create_topics(broker, topics, timeout_ms, validate_only, authz):
             def ready():
                 return all(metadata.all_leaders_known(name) for name in created)
 
-            await broker.apis._wait_for_metadata(timeout_ms, ready, lambda timed_out: None)
+            await broker.metadata_waits.wait(timeout_ms, ready, lambda timed_out: None)
         late = {n for n in created if timeout_ms <= 0 or not metadata.all_leaders_known(n)}
         # Kafka: created, but not (yet) with every leader: REQUEST_TIMED_OUT, no message, and
         # the answer's counts and configs reset as for any failure

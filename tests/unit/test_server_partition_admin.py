@@ -1,4 +1,5 @@
-"""The broker's CreatePartitions (kafkalite.server.partition_admin) against a fake ZooKeeper bridge,
+"""The broker's CreatePartitions (kafkalite.server.partition_admin, and its handler in
+kafkalite.server.topic_apis) against a fake ZooKeeper bridge,
 a real metadata cache and a Clock: validation, the conditional write, the wait for leaders."""
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from twisted.internet.task import Clock
 
 from kafkalite import errors
 from kafkalite.protocol import messages as m
-from kafkalite.server.apis import KafkaApis
 from kafkalite.server.metadata_cache import MetadataCache
+from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.partition_admin import create_partitions
-from kafkalite.server.purgatory import Purgatory
+from kafkalite.server.request_context import NATIVE, RequestContext
+from kafkalite.server.topic_apis import handle_create_partitions
 from kafkalite.zk.errors import ZkBadVersionError
 from zk_schema import TopicAssignment
 
@@ -60,11 +62,7 @@ class FakeBroker:
         self.metadata_cache = MetadataCache(1)
         self.controller = SimpleNamespace(is_active=True)    # only the controller serves it
         self.live = list(live)
-        apis = KafkaApis.__new__(KafkaApis)       # only the metadata waiting part is used
-        apis.broker = self
-        apis.metadata = self.metadata_cache
-        apis.metadata_waiters = Purgatory("metadata", self.clock)
-        self.apis = apis
+        self.metadata_waits = MetadataWaits(self.clock)
         self.publish({t: {p: (r, r[0]) for p, r in a.items()} for t, a in assignments.items()})
 
     def publish(self, topics):
@@ -75,7 +73,7 @@ class FakeBroker:
         self.metadata_cache.update(m.UpdateMetadataRequest(
             controller_id=1, controller_epoch=1, partition_states=states,
             live_brokers=[m.UpdateMetadataBroker(b, "h", 9000 + b) for b in self.live]))
-        self.apis.metadata_waiters.check("metadata")
+        self.metadata_waits.check()
 
 
 def result_of(d):
@@ -166,12 +164,12 @@ def test_unexpected_failures_become_an_error_code(broker):
 
 
 def test_handler_answers_every_topic_and_refuses_duplicates(broker):
-    apis = broker.apis
+    ctx = RequestContext(api_key=37, api_version=0, correlation_id=1, protocol=NATIVE)
     request = m.CreatePartitionsRequest(topics=[
         m.CreatePartitionsTopic("t", 3, None), m.CreatePartitionsTopic("x", 2, None),
         m.CreatePartitionsTopic("x", 3, None), m.CreatePartitionsTopic("nope", 2, None)],
         timeout_ms=0)
-    response = result_of(apis.handle_create_partitions(request))
+    response = result_of(handle_create_partitions(broker, ctx, request))
     assert [(r.name, r.error_code) for r in response.results] == [("t", 0), ("x", 42),
                                                                    ("nope", 3)]
     assert response.results[1].error_message == "Duplicate topic in request."

@@ -1,6 +1,6 @@
-"""CreateTopics (kafkalite.server.topic_admin) as Kafka 2.8 answers it, with kio requests fed to
-the Kafka-protocol handler and native requests to the native one, over a real metadata cache, a
-real BrokerConfig and a fake ZooKeeper bridge: NOT_CONTROLLER away from the controller (also for
+"""CreateTopics (kafkalite.server.topic_apis over topic_admin) as Kafka 2.8 answers it, with kio
+requests read by the Kafka converter and native requests given to the same handler, over a real
+metadata cache, a real BrokerConfig and a fake ZooKeeper bridge: NOT_CONTROLLER away from the controller (also for
 DeleteTopics and CreatePartitions), Kafka's order of checks and its messages, colliding names,
 assignments naming unknown brokers, and the KIP-525 fields of the answer."""
 
@@ -16,9 +16,13 @@ from kafkalite import errors
 from kafkalite.config import BrokerConfig
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.kafka import codec
-from kafkalite.server.apis import KafkaApis
-from kafkalite.server.kafka_apis import KafkaProtocolApis
+from kafkalite.protocol.kafka.convert import admin as convert
 from kafkalite.server.metadata_cache import MetadataCache
+from kafkalite.server.metadata_waits import MetadataWaits
+from kafkalite.server.request_context import NATIVE, RequestContext
+from kafkalite.server.topic_apis import (
+    handle_create_partitions, handle_create_topics, handle_delete_topics,
+)
 
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
@@ -46,7 +50,7 @@ def _broker(active=True, live=(1, 2, 3), topics=("orders",)):
         replica_manager=None, metadata_cache=cache, cluster_id="c", tzk=FakeTzk(topics),
         controller=SimpleNamespace(is_active=active),
         security=SimpleNamespace(authorizer=None))
-    broker.apis = KafkaApis(broker)
+    broker.metadata_waits = MetadataWaits(broker.reactor)
     broker.publish = lambda parts: _publish(broker, live, parts)
     broker.publish({(t, 0): [1] for t in topics})
     return broker
@@ -59,7 +63,7 @@ def _publish(broker, live, parts):
         partition_states=[m.UpdateMetadataPartitionState(t, p, 1, r[0], 0, r, 0, r, [])
                           for (t, p), r in parts.items()],
         live_brokers=[m.UpdateMetadataBroker(b, "h", 9000 + b) for b in live]))
-    broker.apis.metadata_waiters.check("metadata")
+    broker.metadata_waits.check()
 
 
 def _value(d):
@@ -87,12 +91,27 @@ def _topic(name, partitions=-1, rf=-1, assignments=(), configs=()):
             "configs": [{"name": k, "value": v} for k, v in configs]}
 
 
+def _ctx(api_key, version, protocol="kafka"):
+    return RequestContext(api_key=api_key, api_version=version, correlation_id=7,
+                          protocol=protocol)
+
+
+NATIVE_CTX = {key: _ctx(key, 0, NATIVE) for key in (19, 20, 37)}
+
+
+def _kafka_create(broker, body, version=5):
+    """The handler's Deferred for a Kafka CreateTopics of ``version``, and the converter."""
+    request = convert.CREATE_TOPICS.request(_request(19, version, body), version)
+    return handle_create_topics(broker, _ctx(19, version), request)
+
+
+def _kafka_answer(d, version=5):
+    return _round_trip(19, version, convert.CREATE_TOPICS.response(_value(d), version))
+
+
 def _create(broker, topics, validate_only=True, timeout=15000, version=5):
-    apis = KafkaProtocolApis(broker, broker.apis)
     body = {"topics": topics, "timeout": timeout, "validate_only": validate_only}
-    answer = _value(apis.create_topics(_request(19, version, body), version,
-                                       SimpleNamespace(principal="User:ANONYMOUS")))
-    return _round_trip(19, version, answer).topics
+    return _kafka_answer(_kafka_create(broker, body, version), version).topics
 
 
 def _errors(results):
@@ -108,26 +127,28 @@ def test_a_broker_that_is_not_the_controller_answers_not_controller():
     assert [(r.num_partitions, r.replication_factor, list(r.configs)) for r in results] == \
         [(-1, -1, [])] * 2
     assert broker.tzk.created == []
-    native = _value(broker.apis.handle_create_topics(m.CreateTopicsRequest(
+    native = _value(handle_create_topics(broker, NATIVE_CTX[19], m.CreateTopicsRequest(
         topics=[m.CreatableTopic("new", 1, 1, {}, {})])))
     assert [(t.name, t.error_code) for t in native.topics] == [("new", 41)]
 
 
 def test_delete_topics_and_create_partitions_away_from_the_controller():
     broker = _broker(active=False)
-    deleted = _value(broker.apis.handle_delete_topics(m.DeleteTopicsRequest(topic_names=["orders"])))
+    deleted = _value(handle_delete_topics(broker, NATIVE_CTX[20],
+                                          m.DeleteTopicsRequest(topic_names=["orders"])))
     assert [(r.name, r.error_code, r.error_message) for r in deleted.responses] == \
         [("orders", 41, None)]
-    grown = _value(broker.apis.handle_create_partitions(m.CreatePartitionsRequest(
+    grown = _value(handle_create_partitions(broker, NATIVE_CTX[37], m.CreatePartitionsRequest(
         topics=[m.CreatePartitionsTopic("orders", 3, None)])))
     assert [(r.name, r.error_code, r.error_message) for r in grown.results] == \
         [("orders", 41, None)]
-    apis = KafkaProtocolApis(broker, broker.apis)
     body = {"topics": [{"name": "orders", "count": 3, "assignments": None}], "timeout": 1000,
             "validate_only": False}
-    answer = apis._handlers[37](_request(37, 2, body), 2, SimpleNamespace(principal="User:a"))
+    request = convert.CREATE_PARTITIONS.request(_request(37, 2, body), 2)
+    answer = convert.CREATE_PARTITIONS.response(
+        _value(handle_create_partitions(broker, _ctx(37, 2), request)), 2)
     assert [(r.name, r.error_code, r.error_message)
-            for r in _round_trip(37, 2, _value(answer)).results] == [("orders", 41, None)]
+            for r in _round_trip(37, 2, answer).results] == [("orders", 41, None)]
 
 
 # --- Kafka's checks and messages ---------------------------------------------------------------
@@ -216,13 +237,12 @@ def test_an_assignment_may_name_a_broker_that_does_not_exist():
 
 def test_a_created_topic_answers_its_counts_and_configs():
     broker = _broker()
-    d = KafkaProtocolApis(broker, broker.apis).create_topics(_request(19, 5, {
-        "topics": [_topic("t", configs=[("retention.ms", "3600000")])], "timeout": 15000,
-        "validate_only": False}), 5, SimpleNamespace(principal="User:ANONYMOUS"))
+    d = _kafka_create(broker, {"topics": [_topic("t", configs=[("retention.ms", "3600000")])],
+                               "timeout": 15000, "validate_only": False})
     assert broker.tzk.created[0][0] == "t"
     assert not d.called                                   # waiting for the leaders
     broker.publish({("t", 0): [1, 2, 3], ("t", 1): [2, 3, 1]})
-    [result] = _round_trip(19, 5, _value(d)).topics
+    [result] = _kafka_answer(d).topics
     assert (result.error_code, result.error_message, result.num_partitions,
             result.replication_factor) == (0, None, 2, 3)
     configs = {c.name: (c.value, c.read_only, c.config_source, c.is_sensitive)
@@ -243,18 +263,20 @@ def test_validate_only_answers_as_a_creation_and_creates_nothing():
 
 def test_leaders_not_elected_in_time_answer_request_timed_out_without_a_message():
     broker = _broker()
-    d = KafkaProtocolApis(broker, broker.apis).create_topics(_request(19, 5, {
-        "topics": [_topic("t", 1, 1)], "timeout": 500, "validate_only": False}), 5,
-        SimpleNamespace(principal="User:ANONYMOUS"))
+    d = _kafka_create(broker, {"topics": [_topic("t", 1, 1)], "timeout": 500,
+                               "validate_only": False})
     broker.reactor.advance(1)
-    [result] = _round_trip(19, 5, _value(d)).topics
+    [result] = _kafka_answer(d).topics
     assert (result.error_code, result.error_message, result.num_partitions,
             list(result.configs)) == (7, None, -1, [])
 
 
 def test_native_handler_answers_the_same_codes():
     broker = _broker()
-    response = _value(broker.apis.handle_create_topics(m.CreateTopicsRequest(
+    response = _value(handle_create_topics(broker, NATIVE_CTX[19], m.CreateTopicsRequest(
         topics=[m.CreatableTopic("p0", 0, 1, {}, {}),
                 m.CreatableTopic("ok", 1, 1, {}, {})], validate_only=True)))
     assert [(t.name, t.error_code) for t in response.topics] == [("p0", 37), ("ok", 0)]
+    # the native answer carries KIP-525's counts and configs too
+    assert (response.topics[1].num_partitions, response.topics[1].replication_factor) == (1, 1)
+    assert response.topics[1].configs and not response.topics[0].configs
