@@ -2,6 +2,7 @@
 the follower truncation built on it (over real logs, task.Clock)."""
 
 from kafkalite.protocol import messages as m
+from kafkalite.server.offset_values import EpochQuery
 from kafkalite.server.partition import PartitionState
 
 from test_server_replica_manager import Harness, _resolved
@@ -49,13 +50,9 @@ def test_an_epoch_below_every_known_one_ends_at_the_first_known_start(tmp_path):
 
 def test_the_request_answers_undefined_for_an_epoch_above_the_leaders(tmp_path):
     h, _partition = _leader_with_epochs_0_and_3(tmp_path)
-    response = h.manager.offsets_for_leader_epoch(m.OffsetForLeaderEpochRequest(
-        replica_id=-1, topics=[m.OffsetForLeaderEpochTopic("t", [
-            m.OffsetForLeaderEpochPartition(0, -1, 7),
-            m.OffsetForLeaderEpochPartition(0, 3, 3)])]))
-    answers = [(p.error_code, p.leader_epoch, p.end_offset)
-               for p in response.topics[0].partitions]
-    assert answers == [(0, -1, -1), (0, 3, 6)]
+    answers = [tuple(h.manager.offsets_for_leader_epoch({("t", 0): query})[("t", 0)])
+               for query in (EpochQuery(-1, 7), EpochQuery(3, 3))]
+    assert answers == [(0, -1, -1), (0, 3, 6)]      # (error code, leader epoch, end offset)
 
 
 def test_a_follower_told_undefined_keeps_what_is_committed(tmp_path):

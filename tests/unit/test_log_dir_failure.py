@@ -19,6 +19,7 @@ from kafkalite.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
+from kafkalite.server.offset_values import OffsetQuery
 from kafkalite.server.replica_manager import ReplicaManager
 from zk_schema.log_dir_events import (LOG_DIR_FAILURE_EVENT, LogDirEventNotification,
                                       log_dir_event_path, log_dir_event_prefix_path)
@@ -244,9 +245,8 @@ def test_full_dir_stops_its_partitions_and_announces(tmp_path, monkeypatch):
         controller_id=1, controller_epoch=1, delete_partitions=False,
         partitions=[m.TopicPartition("t", 0), m.TopicPartition("t", 1)]))
     assert [e.error_code for e in stop.partition_errors] == [STORAGE, 0]
-    offsets = b.manager.list_offsets(m.ListOffsetsRequest(replica_id=-1, topics=[
-        m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, -1)])]))
-    assert offsets.topics[0].partitions[0].error_code == STORAGE
+    offsets = b.manager.list_offsets(-1, 0, {("t", 0): OffsetQuery(-1)})
+    assert offsets[("t", 0)].error_code == STORAGE
     assert not b.halted
     b.handler.stop()
     b.manager.stop()

@@ -9,6 +9,7 @@ from kafkalite.config import TopicConfig
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.server.kafka_apis import _produce_response
+from kafkalite.server.offset_values import EpochQuery, OffsetQuery
 from kafkalite.server.replica_manager import ReplicaManager
 
 from test_server_replica_manager import Harness, _batch, _resolved
@@ -85,11 +86,7 @@ def test_a_known_partition_without_a_replica_here_is_not_led_here(tmp_path):
                                                     m.FetchPartition(0, 0, 1 << 20),
                                                     m.FetchPartition(1, 0, 1 << 20)])])))
     assert [p.error_code for p in fetched.responses[0].partitions] == [NOT_LEADER, UNKNOWN]
-    listed = rm.list_offsets(m.ListOffsetsRequest(replica_id=-1, topics=[
-        m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, -1), m.ListOffsetsPartition(1, -1)])]))
-    assert [p.error_code for p in listed.topics[0].partitions] == [NOT_LEADER, UNKNOWN]
-    epochs = rm.offsets_for_leader_epoch(m.OffsetForLeaderEpochRequest(
-        replica_id=-1, topics=[m.OffsetForLeaderEpochTopic("t", [
-            m.OffsetForLeaderEpochPartition(0, -1, 0),
-            m.OffsetForLeaderEpochPartition(1, -1, 0)])]))
-    assert [p.error_code for p in epochs.topics[0].partitions] == [NOT_LEADER, UNKNOWN]
+    listed = rm.list_offsets(-1, 0, {("t", p): OffsetQuery(-1) for p in (0, 1)})
+    assert [listed["t", p].error_code for p in (0, 1)] == [NOT_LEADER, UNKNOWN]
+    epochs = rm.offsets_for_leader_epoch({("t", p): EpochQuery(-1, 0) for p in (0, 1)})
+    assert [epochs["t", p].error_code for p in (0, 1)] == [NOT_LEADER, UNKNOWN]

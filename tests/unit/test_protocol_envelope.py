@@ -44,8 +44,10 @@ VALID = encode_request(
 
 def test_request_payload_shape():
     assert msgpack.unpackb(VALID, raw=False)[:4] == [1, 0, 42, "client"]
-    payload = encode_request_payload(ApiKey.METADATA, 0, 9, None, {"topics": None,
-                                                                    "allow_auto_topic_creation": True})
+    payload = encode_request_payload(ApiKey.METADATA, 0, 9, None, {
+        "topics": None, "allow_auto_topic_creation": True,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False})
     header, req = decode_request(payload)
     assert header == RequestHeader(3, 0, 9, None)
     assert req == MetadataRequest()

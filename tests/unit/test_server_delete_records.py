@@ -12,6 +12,7 @@ from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.server.delete_records import delete_records
+from kafkalite.server.offset_values import OffsetQuery
 from kafkalite.server.replica_manager import ReplicaManager
 
 TP = ("t", 0)
@@ -59,9 +60,7 @@ class Harness:
             m.FetchTopic("t", [m.FetchPartition(0, offset, 1 << 20)])])).responses[0].partitions[0]
 
     def earliest(self):
-        response = self.manager.list_offsets(m.ListOffsetsRequest(topics=[
-            m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, -2)])]))
-        return response.topics[0].partitions[0].offset
+        return self.manager.list_offsets(-1, 0, {("t", 0): OffsetQuery(-2)})[("t", 0)].offset
 
 
 def fired(d):
