@@ -1,5 +1,21 @@
-"""The segmented append-only log (DESIGN section 6): indexes, segments, Log, checkpoints and the
-LogManager service."""
+"""The segmented append-only log: a broker's partition logs and the service that runs them.
+
+* ``log``: ``Log``, one partition's log itself -- append, read, roll, truncate, flush and its
+  offsets (log start, log end, recovery point);
+* ``loader``: recovery when a Log is opened (stray and ``.swap`` files, missing indexes rebuilt,
+  a torn tail truncated, the recovery point);
+* ``validator``: a produce or replica request's batches checked and their offsets assigned
+  before an append (Kafka's LogValidator);
+* ``segments``: a log's ordered segment list, reads and flushes across it, and segments leaving
+  the log deleted ``file.delete.delay.ms`` later;
+* ``cleaning``: the Log's cleaner part -- retention, the log start offset, compaction -- applying
+  ``retention`` (which old segments go, by time, size and log start offset) and ``compaction``
+  (the newest record per key kept);
+* ``segment`` and ``index``: one segment's ``.log``, ``.index`` and ``.timeindex`` files;
+* ``checkpoint``, ``dir_failure``, ``timestamps``: offset checkpoint files, offline data dirs,
+  the CreateTime check;
+* ``manager``: the LogManager service (loading, retention, cleaner, flush and checkpoint tasks).
+"""
 
 from kafkalite.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -10,19 +26,13 @@ from kafkalite.log.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
+from kafkalite.log.compaction import CompactionResult
 from kafkalite.log.dir_failure import LogDirFailureChannel
 from kafkalite.log.index import OffsetIndex, TimeIndex
-from kafkalite.log.log import (
-    AppendInfo,
-    CompactionResult,
-    FetchData,
-    Log,
-    UnexpectedAppendOffsetError,
-    log_dir_name,
-    parse_topic_partition,
-)
+from kafkalite.log.log import FetchData, Log, log_dir_name, parse_topic_partition
 from kafkalite.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from kafkalite.log.segment import LogSegment
+from kafkalite.log.validator import AppendInfo, UnexpectedAppendOffsetError
 
 __all__ = [
     "Log", "LogSegment", "LogManager", "AppendInfo", "FetchData", "CompactionResult",

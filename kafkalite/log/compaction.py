@@ -1,0 +1,150 @@
+"""Log compaction (``cleanup.policy=compact``): keep only the newest record per key.
+
+``compact_segments`` rewrites the non-active segments a log hands it; the Log decides when (the
+dirty ratio against ``min.cleanable.dirty.ratio``) and puts each rewritten copy in place of its
+segment. The rules are Kafka's cleaner's:
+
+* the newest record of each key (over all the segments cleaned) stays, older ones go;
+* a tombstone (null value) that is the newest for its key stays for ``delete.retention.ms``
+  after its batch's max timestamp;
+* records without a key are kept;
+* each segment is rewritten on its own, with the same base offset: batches wholly kept are copied
+  byte for byte, partly kept ones re-encoded with their codec, emptied ones dropped.
+
+A rewritten copy is written as ``<base>.log.cleaned``, fsynced, then renamed ``.swap``: that
+rename is the commit point (recovery at the next start completes a swap it finds).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from kafkalite.log.checkpoint import fsync_dir
+from kafkalite.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from kafkalite.record import header as hdr
+from kafkalite.record.batch import read_batch, rebuild_batch
+
+
+@dataclass(slots=True)
+class CompactionResult:
+    segments: int
+    bytes_before: int
+    bytes_after: int
+    records_removed: int
+
+
+def dirty_ratio(inactive: list[LogSegment], cleaned_up_to: int) -> float:
+    """Share of the bytes of ``inactive`` (the non-active segments) not compacted yet, i.e. at
+    or past ``cleaned_up_to``."""
+    total = sum(s.size for s in inactive)
+    if not total:
+        return 0.0
+    dirty = sum(s.size for s in inactive if s.next_offset > cleaned_up_to)
+    return dirty / total
+
+
+def compact_if_dirty(inactive: list[LogSegment], now: int, config, force: bool,
+                     cleaned_up_to: int, replace: Callable[[LogSegment, list[bytes], list], None]
+                     ) -> CompactionResult | None:
+    """``compact_segments`` when the dirty ratio of ``inactive`` reaches
+    ``min.cleanable.dirty.ratio`` (or ``force``); None when there was nothing to do."""
+    if not inactive:
+        return None
+    if not force and dirty_ratio(inactive, cleaned_up_to) < config.min_cleanable_dirty_ratio:
+        return None
+    return compact_segments(inactive, now, config.delete_retention_ms, replace)
+
+
+def compact_segments(inactive: list[LogSegment], now: int, delete_retention_ms: int,
+                     replace: Callable[[LogSegment, list[bytes], list], None]
+                     ) -> CompactionResult:
+    """Compact ``inactive`` (oldest first). Each segment that loses records is handed to
+    ``replace`` with its kept batches: the chunks to write and, per chunk, ``(position, base
+    offset, last offset, max timestamp)``."""
+    latest = _latest_offsets(inactive)
+    horizon = now - delete_retention_ms
+    result = CompactionResult(0, 0, 0, 0)
+    for segment in inactive:
+        chunks, batches, removed, size_after = _kept_batches(segment, latest, horizon)
+        result.bytes_before += segment.size
+        if removed == 0:
+            result.bytes_after += segment.size
+            continue
+        replace(segment, chunks, batches)
+        result.segments += 1
+        result.records_removed += removed
+        result.bytes_after += size_after
+    return result
+
+
+def _latest_offsets(inactive: list[LogSegment]) -> dict[bytes, int]:
+    """The offset of the newest record of each key."""
+    latest: dict[bytes, int] = {}
+    for segment in inactive:
+        data = segment.read_all()
+        pos = 0
+        while pos < len(data):
+            header, records = read_batch(data, pos, verify_crc=False)
+            for record in records:
+                if record.key is not None:
+                    latest[record.key] = record.offset
+            pos += header.size
+    return latest
+
+
+def _kept_batches(segment: LogSegment, latest: dict[bytes, int], horizon: int):
+    """``(chunks, batches, records removed, bytes kept)`` of ``segment`` after compaction."""
+    data = segment.read_all()
+    chunks: list[bytes] = []
+    batches = []
+    out_pos = 0
+    removed = 0
+    pos = 0
+    while pos < len(data):
+        header, records = read_batch(data, pos, verify_crc=False)
+        keep = [r for r in records
+                if r.key is None or (latest.get(r.key) == r.offset
+                                     and (r.value is not None
+                                          or header.max_timestamp >= horizon))]
+        removed += len(records) - len(keep)
+        if len(keep) == len(records):
+            chunk = bytes(data[pos:pos + header.size])
+        elif keep:
+            chunk = rebuild_batch(header, keep, header.compression)
+        else:
+            chunk = b""
+        if chunk:
+            fields = hdr.parse_header(chunk)
+            batches.append((out_pos, fields.base_offset, fields.last_offset,
+                            fields.max_timestamp))
+            chunks.append(chunk)
+            out_pos += len(chunk)
+        pos += header.size
+    return chunks, batches, removed, out_pos
+
+
+def write_swap_copy(old: LogSegment, chunks: list[bytes], batches: list, config,
+                    clock: Callable[[], int]) -> LogSegment:
+    """Write the compacted copy of ``old`` as ``.cleaned``, fsync it and rename it ``.swap``
+    (the commit point). On any failure the copy is removed and the error raised."""
+    dir, base = old.dir, old.base_offset
+    cleaned = LogSegment(dir, base, config, clock, suffix=CLEANED_SUFFIX)
+    try:
+        if chunks:
+            max_ts = max(b[3] for b in batches)
+            offset_of_max = next(b[2] for b in batches if b[3] == max_ts)
+            cleaned.append(b"".join(chunks), batches[-1][2], max_ts, offset_of_max, batches)
+        cleaned.seal()
+        cleaned.flush()
+        # the copy keeps the old file's mtime, as Kafka's cleaner does: retention times a
+        # segment left empty by its mtime, which must not restart at every compaction
+        modified = os.stat(old.log_path).st_mtime_ns
+        os.utime(cleaned.log_path, ns=(modified, modified))
+        cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+        fsync_dir(dir)
+    except BaseException:
+        cleaned.delete()
+        raise
+    return cleaned

@@ -1,0 +1,44 @@
+"""Which old segments a log deletes: retention by time and size, and the log start offset.
+
+Pure selection (no I/O but a segment's mtime); ``Log.delete_old_segments`` removes what this
+picks. As in Kafka, only a prefix of the log goes, never the active segment, and a segment goes
+when it is past ``retention.ms`` (by its largest timestamp, or its file's mtime when it holds no
+timestamp), while the log is over ``retention.bytes`` (oldest first), or when the next segment
+starts at or below the log start offset (DeleteRecords, a follower's truncation, compaction).
+"""
+
+from __future__ import annotations
+
+from kafkalite.log.segment import LogSegment
+
+
+def segment_time(segment: LogSegment) -> int:
+    """The time retention measures a segment's age from."""
+    ts = segment.largest_timestamp
+    return ts if ts >= 0 else segment.last_modified_ms()
+
+
+def deletable_segments(segments: list[LogSegment], config, now: int, log_start_offset: int,
+                       retention: bool) -> list[LogSegment]:
+    """The oldest segments of ``segments`` (oldest first, the last one active) to delete.
+
+    With ``retention`` (and ``cleanup.policy`` including delete) ``retention.ms`` and
+    ``retention.bytes`` apply; the log start offset always does.
+    """
+    apply = retention and config.delete
+    retention_ms = config.retention_ms if apply else -1
+    diff = None
+    if apply and config.retention_bytes >= 0:
+        diff = sum(s.size for s in segments) - config.retention_bytes
+    doomed = []
+    for i in range(len(segments) - 1):
+        segment = segments[i]
+        expired = retention_ms >= 0 and now - segment_time(segment) > retention_ms
+        oversize = diff is not None and diff - segment.size >= 0
+        below_start = segments[i + 1].base_offset <= log_start_offset
+        if not (expired or oversize or below_start):
+            break
+        doomed.append(segment)
+        if diff is not None:
+            diff -= segment.size
+    return doomed
