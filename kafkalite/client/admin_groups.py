@@ -1,4 +1,4 @@
-"""The AdminClient's consumer groups of both generations (DESIGN section 9).
+"""The AdminClient's consumer groups of both generations (docs/architecture.md, 9. Consumer groups).
 
 * ``coordinator`` groups (Kafka 0.9+, the brokers' group coordinator): ListGroups on every
   broker (each lists the groups it coordinates), DescribeGroups and OffsetFetch at the group's

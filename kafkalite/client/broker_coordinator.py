@@ -1,4 +1,5 @@
-"""Consumer group membership through the brokers' group coordinator (Kafka 0.9+, DESIGN section 9).
+"""Consumer group membership through the brokers' group coordinator (Kafka 0.9+;
+docs/architecture.md, 9. Consumer groups).
 
 What a member does, as Kafka's Java consumer does it (eager rebalancing):
 

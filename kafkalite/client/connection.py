@@ -1,7 +1,8 @@
 """A blocking, pipelining connection to one broker (plain sockets, no Twisted).
 
-Frames are a 4-byte big-endian length and one msgpack value (DESIGN section 5): a request is
-``[api_key, api_version, correlation_id, client_id, body]``, a response ``[correlation_id, body]``.
+Frames are a 4-byte big-endian length and one msgpack value (docs/architecture.md, 3. The
+request pipeline): a request is ``[api_key, api_version, correlation_id, client_id, body]``, a
+response ``[correlation_id, body]``.
 The broker answers in order, so responses are matched against a FIFO of pending requests.
 
 Use::

@@ -23,7 +23,8 @@ A partition without a position gets its committed offset, else ``auto_offset_res
 ("earliest", "latest", or "none": NoOffsetForPartitionError). A fetch answered OFFSET_OUT_OF_RANGE
 resets by the same policy ("none": OffsetOutOfRangeError naming the partition and the log's range).
 
-Groups (DESIGN section 9; ``coordinator_factory.make_coordinator`` picks the kind):
+Groups (docs/architecture.md, 9. Consumer groups; ``coordinator_factory.make_coordinator``
+picks the kind):
 ``group_id`` alone joins through the brokers' group coordinator (``broker_coordinator``, Kafka
 0.9+), ``group_id`` with ``zookeeper`` joins a Kafka 0.8 ZooKeeper group (``zk_coordinator``),
 and without a ``group_id`` a subscription gets every partition of its topics, commits kept in

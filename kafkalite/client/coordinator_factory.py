@@ -1,5 +1,5 @@
 """Which coordinator a consumer gets: one of the two generations of Kafka's consumer groups
-(DESIGN section 9), or none, from the consumer's settings:
+(docs/architecture.md, 9. Consumer groups), or none, from the consumer's settings:
 
 * ``group_id`` alone: the brokers' group coordinator (Kafka 0.9+, what every Kafka client uses):
   ``broker_coordinator.BrokerCoordinator``;

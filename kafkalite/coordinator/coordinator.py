@@ -1,5 +1,5 @@
-"""The broker-side group coordinator (Kafka 0.9-2.x; DESIGN section 9), modelled on Kafka 2.8's
-GroupCoordinator and GroupMetadataManager.
+"""The broker-side group coordinator (Kafka 0.9-2.x; docs/architecture.md, 9. Consumer groups),
+modelled on Kafka 2.8's GroupCoordinator and GroupMetadataManager.
 
 This broker coordinates the groups whose ``__consumer_offsets`` partition it leads. The
 coordinator is pure of I/O: time and timers come from the injected reactor, and the partition's
@@ -7,8 +7,8 @@ records go through the injected store (``partition_for``, ``append``, ``load``; 
 the real one). Membership (join/sync/heartbeat/leave) lives in membership.py; this module holds
 the lifecycle, partition ownership and loading, offsets, and the admin APIs.
 
-Everything runs on the reactor thread (DESIGN section 4), so there are no locks: Kafka's group
-lock becomes "one callback at a time".
+Everything runs on the reactor thread (docs/architecture.md, 5. Threads and the reactor), so
+there are no locks: Kafka's group lock becomes "one callback at a time".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Record batches (DESIGN section 6): byte for byte Apache Kafka's magic-2 batches.
+"""Record batches (docs/architecture.md, 6. Storage): byte for byte Apache Kafka's magic-2 batches.
 
 Pure code, no I/O. ``header`` knows the 61 header bytes; ``v2`` is Kafka's varint records
 section, written and parsed by aiokafka's compiled codec; ``batch`` builds whole batches and

@@ -4,7 +4,8 @@ Before it adopted Kafka's v2 records, kafkalite stored the same 61-byte header f
 msgpack array of ``[offset_delta, timestamp_delta, key, value, headers]`` records (compressed by
 the same codecs). Headers and CRCs of such batches still check out, so nothing fails until a record
 is decoded -- by a consumer, long after startup. ``is_msgpack_batch`` tells the two apart from one
-batch; ``Log`` calls it on the first batch of each partition when it loads (DESIGN section 6).
+batch; the log loader calls it on the first batch of each partition when a log is opened
+(docs/architecture.md, 6. Storage).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Blocking ZooKeeper calls as Deferreds, for code on the reactor thread (DESIGN section 4).
+"""Blocking ZooKeeper calls as Deferreds, for code on the reactor thread (docs/architecture.md,
+5. Threads and the reactor).
 
 ``TwistedZk(zk, reactor)`` runs :class:`~kafkalite.zk.client.ZkClient` methods on a small dedicated
 thread pool and fires the Deferred on the reactor thread::

@@ -4,7 +4,7 @@ The console's ZooKeeper tree browser (``GET /api/zk?path=...``) needs more than 
 :class:`~kafkalite.zk.client.ZkClient` give (they return the payload and zkVersion only): the
 czxid (a broker's epoch), mtime, the ephemeral owner (which session holds a broker's or a consumer's
 registration) and the child count. Kept in its own module so the client stays as it is; kazoo is
-only touched here and in the client, as DESIGN.md asks.
+only touched in ``kafkalite.zk`` (docs/architecture.md, 2. Layers and imports).
 """
 
 from __future__ import annotations
