@@ -18,7 +18,6 @@ from twisted.internet.task import Clock
 
 from kafkalite.config import BrokerConfig
 from kafkalite.protocol import messages as m
-from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.envelope import encode_request_payload
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.security.acl import ResourceType
@@ -182,7 +181,8 @@ def test_delete_topics_by_id():
         controller_id=1, controller_epoch=1,
         partition_states=[m.UpdateMetadataPartitionState(
             t, 0, 1, 1, 0, [1], 0, [1], [], topic_id=i)
-            for t, i in (("orders", "AAAAAAAAAAAAAAAAAAAAAQ"), ("secret", "AAAAAAAAAAAAAAAAAAAAAg"))],
+            for t, i in (("orders", "AAAAAAAAAAAAAAAAAAAAAQ"),      # ids 1 and 2
+                         ("secret", "AAAAAAAAAAAAAAAAAAAAAg"))],
         live_brokers=[m.UpdateMetadataBroker(1, "h", 9092)]))
     body = {"topics": [{"name": None, "topic_id": uuid.UUID(int=n)} for n in (1, 2, 3)],
             "timeout": 0}

@@ -1,8 +1,9 @@
 """CreateTopics (kafkalite.server.topic_apis over topic_admin) as Kafka 2.8 answers it, with kio
 requests read by the Kafka converter and native requests given to the same handler, over a real
-metadata cache, a real BrokerConfig and a fake ZooKeeper bridge: NOT_CONTROLLER away from the controller (also for
-DeleteTopics and CreatePartitions), Kafka's order of checks and its messages, colliding names,
-assignments naming unknown brokers, and the KIP-525 fields of the answer."""
+metadata cache, a real BrokerConfig and a fake ZooKeeper bridge: NOT_CONTROLLER away from the
+controller (also for DeleteTopics and CreatePartitions), Kafka's order of checks and its
+messages, colliding names, assignments naming unknown brokers, and the KIP-525 fields of the
+answer."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 model.
 
 Per version (kio's schemas, Kafka 2.8's ranges): DescribeConfigs v1+ may ask for synonyms and v3+
-for documentation (each entry then carries its type and documentation); v0's ``is_default`` is
-sent for any version that has it (source DEFAULT_CONFIG).
+for documentation (each entry then carries its type and documentation); v0, whose entries say
+``is_default`` instead of a source, is below kio's range and not served.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.kafka.convert import Converter
 
 __all__ = ["DESCRIBE_CONFIGS", "ALTER_CONFIGS", "INCREMENTAL_ALTER_CONFIGS"]
-
-_DEFAULT_CONFIG = 5      # Kafka's ConfigSource.DEFAULT_CONFIG
-
 
 # --- DescribeConfigs (32) ------------------------------------------------------------------------
 
@@ -34,9 +31,7 @@ def _describe_configs_response(r: m.DescribeConfigsResponse, version: int) -> di
         "resource_type": res.resource_type, "resource_name": res.resource_name,
         "configs": [{
             "name": c.name, "value": c.value, "read_only": c.read_only,
-            "config_source": c.config_source,
-            "is_default": c.is_default or c.config_source == _DEFAULT_CONFIG,
-            "is_sensitive": c.is_sensitive,
+            "config_source": c.config_source, "is_sensitive": c.is_sensitive,
             "synonyms": [{"name": s.name, "value": s.value, "source": s.source}
                          for s in c.synonyms],
             "config_type": c.config_type, "documentation": c.documentation}
