@@ -11,11 +11,12 @@ from types import SimpleNamespace
 
 from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.protocol import messages as m
-from kafkalite.protocol.kafka import codec
 from kafkalite.server.api_table import kafka_ranges as supported_versions
 from kafkalite.server.coordinator_lookup import find_coordinator
-from kafkalite.server.kafka_apis import KafkaProtocolApis
+from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.metadata_cache import MetadataCache
+
+from pipeline_driver import connect, kafka_frame, read_kafka_responses
 
 FIND_COORDINATOR = 10
 
@@ -79,15 +80,15 @@ def test_the_empty_group_id_has_a_coordinator_as_in_kafka():
 
 
 def test_every_advertised_version_encodes_the_answer():
+    """Through the API table and the connection pipeline (server/group_apis.py's handler)."""
     low, high = supported_versions()[FIND_COORDINATOR]
     assert (low, high) == (0, 3)          # Kafka 2.8's range; v4 (batched keys) came with 3.0
-    apis = KafkaProtocolApis.__new__(KafkaProtocolApis)
-    apis.broker = broker_with(leader_of_7=2)
+    broker = broker_with(leader_of_7=2)
+    broker.security = None                # no authorizer
     for version in range(low, high + 1):
-        request = codec.request_class(FIND_COORDINATOR, version)(
-            **({"key": "billing", "key_type": 0} if version else {"key": "billing"}))
-        answer = result(apis.find_coordinator(request, version, None))
-        payload = codec.encode_response(FIND_COORDINATOR, version, 42, answer)
-        correlation_id, body = codec.decode_response(FIND_COORDINATOR, version, payload)
+        protocol, transport = connect(ApiDispatcher(broker))
+        protocol.dataReceived(kafka_frame(FIND_COORDINATOR, version, 42,
+                                          {"key": "billing", "key_type": 0}))
+        [(correlation_id, body)] = read_kafka_responses(transport, [(FIND_COORDINATOR, version)])
         assert correlation_id == 42 and int(body.error_code) == 0
         assert (body.node_id, body.host, body.port) == (2, "10.0.0.2", 9092)
