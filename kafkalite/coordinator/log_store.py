@@ -28,7 +28,6 @@ from kafkalite.controller.assignment import assign_replicas
 from kafkalite.coordinator import records as codec
 from kafkalite.coordinator.partitioner import partition_for as _partition_for
 from kafkalite.coordinator.types import OFFSETS_TOPIC, GroupSnapshot, OffsetAndMetadata
-from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_batches
 from kafkalite.record.header import CONTROL_BIT, TRANSACTIONAL_BIT
 
@@ -84,10 +83,10 @@ class OffsetsLogStore:
         except Exception as exc:  # noqa: BLE001 - a bad record is the caller's bug: errback
             return defer.fail(exc)
         acks = config.offsets_commit_required_acks
-        request = _produce_request(acks if acks in (0, 1) else -1,
-                                   config.offsets_commit_timeout_ms, partition, batch)
-        d = defer.maybeDeferred(self.broker.replica_manager.append_records, request,
-                                internal_topics_allowed=True)
+        d = defer.maybeDeferred(self.broker.replica_manager.append_records,
+                                config.offsets_commit_timeout_ms,
+                                acks if acks in (0, 1) else -1, True,
+                                {(OFFSETS_TOPIC, partition): batch})
         return d.addCallback(_append_result, partition)
 
     # --- loading --------------------------------------------------------------------------------
@@ -201,17 +200,8 @@ class OffsetsLogStore:
 
 # --- helpers ------------------------------------------------------------------------------------
 
-def _produce_request(acks: int, timeout_ms: int, partition: int, batch: bytes):
-    return m.ProduceRequest(acks=acks, timeout_ms=timeout_ms,
-                            topic_data={OFFSETS_TOPIC: {partition: batch}})
-
-
-def _append_result(response, partition: int) -> int:
-    if getattr(response, "error_code", 0):          # a whole-request error
-        code = response.error_code
-    else:
-        result = response.responses[OFFSETS_TOPIC][partition]
-        code = result.error_code
+def _append_result(results, partition: int) -> int:
+    code = results[(OFFSETS_TOPIC, partition)].error_code
     if code in _NOT_COORDINATOR_CODES:
         return errors.NotCoordinatorError.code
     if code:

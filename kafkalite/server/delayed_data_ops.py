@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kafkalite import errors
 from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartitionError,
                               code_of)
-from kafkalite.protocol import messages as m
+from kafkalite.server.data_values import FetchParams, PartitionData, TopicPartition
 from kafkalite.server.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class DelayedProduce(DelayedOperation):
         super().__init__(timeout_ms)
         self.manager = manager
         self.pending = pending      # tp -> required offset (last offset + 1)
-        self.results = results      # topic -> {partition: ProducePartitionResponse}
+        self.results = results      # tp -> ProduceResult (answered as a whole at the end)
 
     def try_complete(self) -> bool:
         for tp, required in list(self.pending.items()):
@@ -52,8 +52,8 @@ class DelayedProduce(DelayedOperation):
 
     def _fail(self, tp, error) -> None:
         # as Kafka's DelayedProduce: only the error changes, the append's offsets stay
-        self.results[tp[0]][tp[1]] = self.results[tp[0]][tp[1]]._replace(
-            error_code=code_of(error), error_message=error_text(error))
+        self.results[tp] = self.results[tp]._replace(error_code=code_of(error),
+                                                      error_message=error_text(error))
         self.pending.pop(tp, None)
 
     def on_complete(self, timed_out: bool):
@@ -61,31 +61,31 @@ class DelayedProduce(DelayedOperation):
             self._fail(tp, errors.RequestTimedOutError(
                 f"{tp[0]}-{tp[1]}: the in-sync replicas did not acknowledge within the "
                 "request timeout"))
-        return m.ProduceResponse(responses=self.results)
+        return self.results
 
 
 class DelayedFetch(DelayedOperation):
     """A fetch that waits for min_bytes of new data or max_wait_ms."""
 
-    def __init__(self, timeout_ms, manager: "ReplicaManager", request: m.FetchRequest,
-                 bytes_so_far: int):
+    def __init__(self, timeout_ms, manager: "ReplicaManager", params: FetchParams,
+                 fetch_infos: dict[TopicPartition, PartitionData], bytes_so_far: int):
         super().__init__(timeout_ms)
         self.manager = manager
-        self.request = request
+        self.params = params
+        self.fetch_infos = fetch_infos
         self.watermarks = self._positions()
         self.bytes_so_far = bytes_so_far
 
     def _positions(self):
         positions = {}
-        for topic in self.request.topics:
-            for p in topic.partitions:
-                partition = self.manager.partitions.get((topic.topic, p.partition))
-                if partition is not None:
-                    positions[(topic.topic, p.partition)] = self._limit(partition)
+        for tp in self.fetch_infos:
+            partition = self.manager.partitions.get(tp)
+            if partition is not None:
+                positions[tp] = self._limit(partition)
         return positions
 
     def _limit(self, partition: Partition) -> int:
-        if self.request.replica_id >= 0:
+        if self.params.replica_id >= 0:
             return partition.log_end_offset
         return partition.high_watermark
 
@@ -103,10 +103,10 @@ class DelayedFetch(DelayedOperation):
         if not grown:
             return False
         # estimate: any growth in a min_bytes=1 fetch completes; otherwise re-read sizes
-        if self.request.min_bytes <= 1:
+        if self.params.min_bytes <= 1:
             return True
-        response, size = self.manager.read_fetch(self.request)
-        return size >= self.request.min_bytes
+        _results, size = self.manager.read_fetch(self.params, self.fetch_infos)
+        return size >= self.params.min_bytes
 
     def on_complete(self, timed_out: bool):
-        return self.manager.read_fetch(self.request)[0]
+        return self.manager.read_fetch(self.params, self.fetch_infos)[0]

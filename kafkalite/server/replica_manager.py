@@ -24,6 +24,8 @@ from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartiti
 from kafkalite.log.dir_failure import normalize_dir
 from kafkalite.protocol import messages as m
 from kafkalite.server.delete_records import INTERNAL_TOPICS
+from kafkalite.server.data_values import (FetchParams, FetchResult, PartitionData,
+                                          ProduceResult, TopicPartition)
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
                                                DelayedProduce, error_text)
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
@@ -259,43 +261,42 @@ class ReplicaManager:
         return m.StopReplicaResponse(partition_errors=results)
 
     # --- produce --------------------------------------------------------------------------------
-    def append_records(self, request: m.ProduceRequest, internal_topics_allowed: bool = False):
-        """Returns a ProduceResponse, or a Deferred firing with one for acks=all. Internal
-        topics (``__consumer_offsets``) take only the broker's own writes
-        (``internal_topics_allowed``), as in Kafka."""
-        acks = request.acks
-        if acks not in (0, 1, -1):
-            return request.error_response(errors.InvalidRequiredAcksError.code,
-                                          f"acks={acks}: must be 0, 1 or -1 (all)")
-        results: dict[str, dict[int, m.ProducePartitionResponse]] = {}
-        pending: dict[tuple[str, int], int] = {}
-        for topic, partitions in request.topic_data.items():
-            topic_results = results.setdefault(topic, {})
-            for partition_id, records in partitions.items():
-                tp = (topic, partition_id)
-                try:
-                    if topic in INTERNAL_TOPICS and not internal_topics_allowed:
-                        raise errors.InvalidTopicError(f"cannot append to internal topic {topic}")
-                    partition = self._partition_or_raise(topic, partition_id)
-                    config = self.topic_config(topic)
-                    info = partition.append_as_leader(records, acks, config.min_insync_replicas)
-                    topic_results[partition_id] = m.ProducePartitionResponse(
-                        error_code=0, base_offset=info.first_offset,
-                        log_append_time=info.log_append_time,
-                        log_start_offset=partition.log_start_offset)
-                    if acks == -1:
-                        pending[tp] = info.last_offset + 1
-                    self.fetch_purgatory.check(tp)
-                except Exception as exc:  # noqa: BLE001 - answered per partition
-                    if not isinstance(exc, KafkaError):
-                        log.exception("append to %s-%d failed", topic, partition_id)
-                    topic_results[partition_id] = self._refused_append(tp, exc)
+    def append_records(self, timeout_ms: int, required_acks: int, internal_topics_allowed: bool,
+                       entries: dict[TopicPartition, bytes]):
+        """Append each partition's batch bytes as its leader (Kafka's appendRecords). Returns
+        ``{tp: ProduceResult}``, or for acks=all a Deferred firing with it once the ISR has
+        the records or ``timeout_ms`` passed. Internal topics (``__consumer_offsets``) take
+        only the broker's own writes (``internal_topics_allowed``), as in Kafka."""
+        if required_acks not in (0, 1, -1):
+            message = f"acks={required_acks}: must be 0, 1 or -1 (all)"
+            return {tp: ProduceResult(errors.InvalidRequiredAcksError.code, message)
+                    for tp in entries}
+        results: dict[TopicPartition, ProduceResult] = {}
+        pending: dict[TopicPartition, int] = {}
+        for tp, records in entries.items():
+            topic, partition_id = tp
+            try:
+                if topic in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise errors.InvalidTopicError(f"cannot append to internal topic {topic}")
+                partition = self._partition_or_raise(topic, partition_id)
+                config = self.topic_config(topic)
+                info = partition.append_as_leader(records, required_acks,
+                                                  config.min_insync_replicas)
+                results[tp] = ProduceResult(0, None, info.first_offset, info.log_append_time,
+                                            partition.log_start_offset)
+                if required_acks == -1:
+                    pending[tp] = info.last_offset + 1
+                self.fetch_purgatory.check(tp)
+            except Exception as exc:  # noqa: BLE001 - answered per partition
+                if not isinstance(exc, KafkaError):
+                    log.exception("append to %s-%d failed", topic, partition_id)
+                results[tp] = self._refused_append(tp, exc)
         if not pending:
-            return m.ProduceResponse(responses=results)
-        operation = DelayedProduce(request.timeout_ms, self, pending, results)
+            return results
+        operation = DelayedProduce(timeout_ms, self, pending, results)
         return self.produce_purgatory.try_complete_else_watch(operation, list(pending))
 
-    def _refused_append(self, tp, exc: BaseException) -> m.ProducePartitionResponse:
+    def _refused_append(self, tp, exc: BaseException) -> ProduceResult:
         """A refused partition's answer, with the fields Kafka's appendToLocalLog sets: the log
         start offset is left unset (-1) for the refusals it expects (not hosted, not leader,
         too large, corrupt, storage, internal topic) and is the partition's otherwise; record
@@ -304,75 +305,69 @@ class ReplicaManager:
         if not isinstance(exc, NO_LOG_START_ERRORS):
             hosted = self.partitions.get(tp)
             start = hosted.log_start_offset if hosted is not None else -1
-        record_errors = [m.ProduceRecordError(index, text)
-                         for index, text in getattr(exc, "record_errors", ())]
-        return m.ProducePartitionResponse(error_code=code_of(exc),
-                                          error_message=error_text(exc),
-                                          log_start_offset=start, record_errors=record_errors)
+        return ProduceResult(code_of(exc), error_text(exc), log_start_offset=start,
+                             record_errors=tuple(getattr(exc, "record_errors", ())))
 
     # --- fetch ----------------------------------------------------------------------------------
-    def fetch(self, request: m.FetchRequest):
-        """Returns a FetchResponse, or a Deferred firing with one after a long poll."""
-        if request.replica_id >= 0:
-            self._record_follower_positions(request)
-        response, size = self.read_fetch(request)
-        has_error = any(p.error_code for t in response.responses for p in t.partitions)
-        if (request.max_wait_ms <= 0 or size >= request.min_bytes or has_error
-                or not request.topics):
-            return response
-        operation = DelayedFetch(request.max_wait_ms, self, request, size)
-        keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
-        return self.fetch_purgatory.try_complete_else_watch(operation, keys)
+    def fetch(self, params: FetchParams, fetch_infos: dict[TopicPartition, PartitionData]):
+        """Read each partition (Kafka's fetchMessages). Returns ``{tp: FetchResult}`` in
+        ``fetch_infos``' order, or a Deferred firing with it after a long poll (until
+        ``min_bytes`` arrived or ``max_wait_ms`` passed)."""
+        if params.replica_id >= 0:
+            self._record_follower_positions(params.replica_id, fetch_infos)
+        results, size = self.read_fetch(params, fetch_infos)
+        if (params.max_wait_ms <= 0 or size >= params.min_bytes or not fetch_infos
+                or any(r.error_code for r in results.values())):
+            return results
+        operation = DelayedFetch(params.max_wait_ms, self, params, fetch_infos, size)
+        return self.fetch_purgatory.try_complete_else_watch(operation, list(fetch_infos))
 
-    def read_fetch(self, request: m.FetchRequest) -> tuple[m.FetchResponse, int]:
-        is_follower = request.replica_id >= 0
-        remaining = request.max_bytes
+    def read_fetch(self, params: FetchParams, fetch_infos: dict[TopicPartition, PartitionData]
+                   ) -> tuple[dict[TopicPartition, FetchResult], int]:
+        """Each partition's answer and the bytes read in all (Kafka's readFromLocalLog)."""
+        is_follower = params.replica_id >= 0
+        remaining = params.max_bytes
         total = 0
-        topics = []
-        for topic in request.topics:
-            parts = []
-            for p in topic.partitions:
-                try:
-                    partition = self._partition_or_raise(topic.topic, p.partition)
-                    partition.require_leader()
-                    partition.check_leader_epoch(p.current_leader_epoch)
-                    limit = partition.log_end_offset if is_follower else partition.high_watermark
-                    if p.fetch_offset > limit and not is_follower and \
-                            p.fetch_offset <= partition.log_end_offset:
-                        records = b""  # ahead of the HW but inside the log: nothing visible yet
-                    else:
-                        # KIP-74, as Kafka's readFromLocalLog: each partition reads at most
-                        # min(its limit, what the response has left); only until some partition
-                        # returned data may one whole batch exceed that, so consumers progress
-                        records = partition.log.read(
-                            p.fetch_offset, min(p.partition_max_bytes, remaining),
-                            max_offset=limit, min_one_batch=total == 0).records
-                    total += len(records)
-                    remaining = max(remaining - len(records), 0)
-                    parts.append(m.FetchPartitionResponse(
-                        p.partition, 0, partition.high_watermark, partition.high_watermark,
-                        partition.log_start_offset, records))
-                except Exception as exc:  # noqa: BLE001 - answered per partition
-                    if not isinstance(exc, KafkaError):
-                        log.exception("fetch from %s-%d failed", topic.topic, p.partition)
-                    parts.append(m.FetchPartitionResponse(p.partition, code_of(exc)))
-            topics.append(m.FetchTopicResponse(topic.topic, parts))
-        return m.FetchResponse(responses=topics), total
+        results: dict[TopicPartition, FetchResult] = {}
+        for tp, p in fetch_infos.items():
+            try:
+                partition = self._partition_or_raise(*tp)
+                partition.require_leader()
+                partition.check_leader_epoch(p.current_leader_epoch)
+                limit = partition.log_end_offset if is_follower else partition.high_watermark
+                if p.fetch_offset > limit and not is_follower and \
+                        p.fetch_offset <= partition.log_end_offset:
+                    records = b""  # ahead of the HW but inside the log: nothing visible yet
+                else:
+                    # KIP-74, as Kafka's readFromLocalLog: each partition reads at most
+                    # min(its limit, what the response has left); only until some partition
+                    # returned data may one whole batch exceed that, so consumers progress
+                    records = partition.log.read(
+                        p.fetch_offset, min(p.max_bytes, remaining),
+                        max_offset=limit, min_one_batch=total == 0).records
+                total += len(records)
+                remaining = max(remaining - len(records), 0)
+                results[tp] = FetchResult(0, partition.high_watermark, partition.high_watermark,
+                                          partition.log_start_offset, records)
+            except Exception as exc:  # noqa: BLE001 - answered per partition
+                if not isinstance(exc, KafkaError):
+                    log.exception("fetch from %s-%d failed", tp[0], tp[1])
+                results[tp] = FetchResult(code_of(exc))
+        return results, total
 
-    def _record_follower_positions(self, request: m.FetchRequest) -> None:
-        for topic in request.topics:
-            for p in topic.partitions:
-                partition = self.partitions.get((topic.topic, p.partition))
-                if partition is None or not partition.is_leader:
-                    continue
-                should_expand = partition.update_follower_fetch(request.replica_id,
-                                                                p.fetch_offset,
-                                                                p.log_start_offset)
-                self.delete_records_purgatory.check(partition.tp)
-                if should_expand:      # at the end, as Kafka's maybeExpandIsr (isr + replica)
-                    self._change_isr(partition, [*partition.isr, request.replica_id])
-                if partition.maybe_advance_high_watermark():
-                    self._high_watermark_moved(partition)
+    def _record_follower_positions(self, replica_id: int,
+                                   fetch_infos: dict[TopicPartition, PartitionData]) -> None:
+        for tp, p in fetch_infos.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                continue
+            should_expand = partition.update_follower_fetch(replica_id, p.fetch_offset,
+                                                            p.log_start_offset)
+            self.delete_records_purgatory.check(partition.tp)
+            if should_expand:      # at the end, as Kafka's maybeExpandIsr (isr + replica)
+                self._change_isr(partition, [*partition.isr, replica_id])
+            if partition.maybe_advance_high_watermark():
+                self._high_watermark_moved(partition)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
         self.produce_purgatory.check(partition.tp)

@@ -4,11 +4,11 @@ authorizer with the operation ``security.operations`` names for the API.
 ``RequestAuthz.of(broker, connection)`` is what a handler holds. Without an authorizer
 (``authorizer.class.name`` empty) everything is allowed and nothing is looked up.
 
-The ``gate_*`` functions do Kafka's split for the data-path requests, on kafkalite's native
-request objects (the Kafka protocol's handlers translate into these, so both protocols are
-checked by the same code): the authorized part goes on to the ReplicaManager, the refused
-topic-partitions come back with TOPIC_AUTHORIZATION_FAILED, and ``merge`` puts the two answers
-together.
+The ``gate_*`` functions do Kafka's split for the requests not yet served by one handler over
+the model (Produce and Fetch are, in ``server.data_apis``), on kafkalite's native request objects
+(the Kafka protocol's handlers translate into these, so both protocols are checked by the same
+code): the authorized part goes on to the ReplicaManager, the refused topic-partitions come back
+with TOPIC_AUTHORIZATION_FAILED, and ``merge`` puts the two answers together.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ANONYMOUS, CLUSTER_NAME, AclOperation, ResourceType
 from kafkalite.security.operations import (
-    CONSUMER, FOLLOWER, SUPPORTED_OPERATIONS, bit_field, error_for, operation_for,
+    SUPPORTED_OPERATIONS, bit_field, error_for, operation_for,
 )
 
-__all__ = ["RequestAuthz", "ALLOW_ALL", "gate_produce", "gate_fetch", "gate_list_offsets",
-           "gate_offset_for_leader_epoch"]
+__all__ = ["RequestAuthz", "ALLOW_ALL", "gate_list_offsets", "gate_offset_for_leader_epoch"]
 
 _TOPIC_DENIED = TopicAuthorizationFailedError.code
 
@@ -128,49 +127,7 @@ def cluster_refusal(api_key: int) -> ClusterAuthorizationFailedError:
     return ClusterAuthorizationFailedError(f"not authorized for {ApiKey.name_of(api_key)}")
 
 
-# --- the data path: split, serve the allowed part, merge ----------------------------------------
-
-def gate_produce(authz: RequestAuthz, request: m.ProduceRequest, serve: Callable):
-    """Serve the topics the client may Write; the others answer TOPIC_AUTHORIZATION_FAILED."""
-    if not authz.enabled:
-        return serve(request)
-    allowed, refused = authz.split(ApiKey.PRODUCE, ResourceType.TOPIC, request.topic_data)
-    denied = {t: {p: m.ProducePartitionResponse(_TOPIC_DENIED) for p in request.topic_data[t]}
-              for t in refused}
-    if not allowed:
-        return m.ProduceResponse(responses=denied) if request.expects_response() else None
-    request.topic_data = {t: ps for t, ps in request.topic_data.items() if t in allowed}
-
-    def merge(response):
-        if isinstance(response, m.ProduceResponse):
-            response.responses.update(denied)
-        return response
-    return _then(serve(request), merge)
-
-
-def gate_fetch(authz: RequestAuthz, request: m.FetchRequest, serve: Callable):
-    """A follower (replica id >= 0) needs ClusterAction on the cluster; a consumer, Read on
-    each topic."""
-    if not authz.enabled:
-        return serve(request)
-    if request.replica_id >= 0:
-        authz.require_cluster(ApiKey.FETCH, FOLLOWER)
-        return serve(request)
-    allowed, refused = authz.split(ApiKey.FETCH, ResourceType.TOPIC,
-                                   (t.topic for t in request.topics), CONSUMER)
-    denied = [m.FetchTopicResponse(t.topic, [m.FetchPartitionResponse(p.partition, _TOPIC_DENIED)
-                                             for p in t.partitions])
-              for t in request.topics if t.topic in refused]
-    if not allowed:
-        return m.FetchResponse(responses=denied)
-    request.topics = [t for t in request.topics if t.topic in allowed]
-
-    def merge(response):
-        if isinstance(response, m.FetchResponse):
-            response.responses.extend(denied)
-        return response
-    return _then(serve(request), merge)
-
+# --- ListOffsets and OffsetForLeaderEpoch: split, serve the allowed part, merge -----------------
 
 def gate_list_offsets(authz: RequestAuthz, request: m.ListOffsetsRequest, serve: Callable):
     if not authz.enabled or request.replica_id >= 0:

@@ -22,6 +22,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
 from kafkalite.record import header as hdr
 from kafkalite.server.broker import BrokerService
+from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.replica_manager import ReplicaManager
 
@@ -89,9 +90,9 @@ class Broker:
         assert all(e.error_code == 0 for e in response.partition_errors)
 
     def follower_fetch(self, replica_id, offset, partition=0):
-        return self.replica_manager.fetch(m.FetchRequest(
-            replica_id=replica_id, max_wait_ms=0, min_bytes=1, topics=[
-                m.FetchTopic(OFFSETS_TOPIC, [m.FetchPartition(partition, offset, 1 << 20)])]))
+        return self.replica_manager.fetch(
+            FetchParams(replica_id, max_wait_ms=0, min_bytes=1),
+            {(OFFSETS_TOPIC, partition): PartitionData(offset, max_bytes=1 << 20)})
 
     def log(self, partition=0):
         return self.replica_manager.partitions[(OFFSETS_TOPIC, partition)].log
@@ -236,9 +237,9 @@ def test_clients_cannot_produce_to_the_internal_topic(tmp_path):
     broker = Broker(tmp_path)
     broker.become()
     batch = build_batch([(0, b"k", b"v", None)])
-    response = broker.replica_manager.append_records(m.ProduceRequest(
-        acks=1, topic_data={OFFSETS_TOPIC: {0: batch}}))
-    assert response.responses[OFFSETS_TOPIC][0].error_code == errors.InvalidTopicError.code
+    response = broker.replica_manager.append_records(30000, 1, False,
+                                                     {(OFFSETS_TOPIC, 0): batch})
+    assert response[(OFFSETS_TOPIC, 0)].error_code == errors.InvalidTopicError.code
     assert broker.log().log_end_offset == 0
 
 

@@ -16,6 +16,7 @@ from kafkalite.config import TopicConfig
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
+from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.replica_manager import ReplicaManager
 
 BATCH_VALUE = 10_000
@@ -37,16 +38,16 @@ def _manager(tmp_path):
     now = int(time.time() * 1000)
     for partition in (0, 1):
         for i in range(10):     # ten batches of one ~10 kB record each
-            manager.append_records(m.ProduceRequest(acks=1, timeout_ms=1000, topic_data={
-                "t": {partition: build_batch([(now, None, os.urandom(BATCH_VALUE), None)])}}))
+            manager.append_records(1000, 1, False, {
+                ("t", partition): build_batch([(now, None, os.urandom(BATCH_VALUE), None)])})
     return manager
 
 
 def _fetch(manager, max_bytes, partition_max_bytes):
-    response = manager.fetch(m.FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, topics=[
-            m.FetchTopic("t", [m.FetchPartition(p, 0, partition_max_bytes) for p in (0, 1)])]))
-    return [p.records for p in response.responses[0].partitions]
+    response = manager.fetch(FetchParams(-1, 0, 1, max_bytes),
+                             {("t", p): PartitionData(0, max_bytes=partition_max_bytes)
+                              for p in (0, 1)})
+    return [r.records for r in response.values()]
 
 
 def test_response_stays_under_max_bytes_when_partition_limits_are_larger(tmp_path):

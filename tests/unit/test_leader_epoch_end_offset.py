@@ -62,7 +62,7 @@ def test_a_follower_told_undefined_keeps_what_is_committed(tmp_path):
     follower_h = Harness(tmp_path / "follower", broker_id=2)
     leader_h.lead([1, 2], [1, 2], epoch=0)
     leader_h.produce(acks=1, n=4)
-    shipped = _resolved(leader_h.fetch(0, replica_id=2)).responses[0].partitions[0].records
+    shipped = _resolved(leader_h.fetch(0, replica_id=2))[("t", 0)].records
     follower_h.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
         controller_id=1, controller_epoch=1, partition_states=[m.LeaderAndIsrPartitionState(
             "t", 0, 1, 1, 0, [1, 2], 0, [1, 2])]))

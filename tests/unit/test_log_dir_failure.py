@@ -20,6 +20,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.offset_values import OffsetQuery
+from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.replica_manager import ReplicaManager
 from zk_schema.log_dir_events import (LOG_DIR_FAILURE_EVENT, LogDirEventNotification,
                                       log_dir_event_path, log_dir_event_prefix_path)
@@ -176,14 +177,11 @@ class Broker:
         return response.partition_errors[0].error_code
 
     def produce(self, partition, acks=1):
-        result = self.manager.append_records(m.ProduceRequest(
-            acks=acks, timeout_ms=5000, topic_data={"t": {partition: _batch()}}))
-        return result
+        return self.manager.append_records(5000, acks, False, {("t", partition): _batch()})
 
     def fetch(self, partition, replica_id=-1):
-        return self.manager.fetch(m.FetchRequest(
-            replica_id=replica_id, max_wait_ms=0, min_bytes=1, topics=[
-                m.FetchTopic("t", [m.FetchPartition(partition, 0, 1 << 20)])]))
+        return self.manager.fetch(FetchParams(replica_id, max_wait_ms=0, min_bytes=1),
+                                  {("t", partition): PartitionData(0, max_bytes=1 << 20)})
 
     def fail_writes_in(self, monkeypatch, data_dir):
         """ENOSPC for every write into ``data_dir`` from now on."""
@@ -209,9 +207,8 @@ def _code(response, partition=None):
     if hasattr(response, "addCallback"):
         box = _taken(response)
         response = box[0] if box else None
-    if isinstance(response, m.ProduceResponse):
-        return response.responses["t"][partition].error_code
-    return response.responses[0].partitions[0].error_code
+    (result,) = response.values() if partition is None else [response[("t", partition)]]
+    return result.error_code
 
 
 def test_full_dir_stops_its_partitions_and_announces(tmp_path, monkeypatch):

@@ -2,6 +2,8 @@
 topic refuses a batch holding a record too far from the leader's clock, with INVALID_TIMESTAMP
 and one record error per such record (real logs, task.Clock)."""
 
+from types import SimpleNamespace
+
 from twisted.internet.task import Clock
 
 from kafkalite import errors
@@ -9,8 +11,10 @@ from kafkalite.config import BrokerConfig, TopicConfig
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
-from kafkalite.server.kafka_apis import _produce_response
+from kafkalite.protocol.kafka.convert.data import PRODUCE
+from kafkalite.server.data_apis import handle_produce
 from kafkalite.server.replica_manager import ReplicaManager
+from kafkalite.server.request_authz import ALLOW_ALL
 
 NOW = 1_700_000_000_000
 
@@ -31,7 +35,10 @@ def _leader(tmp_path, **config):
 
 def _produce(rm, timestamps):
     batch = build_batch([(ts, b"k", b"v", None) for ts in timestamps])
-    response = rm.append_records(m.ProduceRequest(acks=1, topic_data={"t": {0: batch}}))
+    # through the Produce handler: the model answer, as both protocols get it
+    response = handle_produce(SimpleNamespace(replica_manager=rm),
+                              SimpleNamespace(authz=ALLOW_ALL),
+                              m.ProduceRequest(acks=1, topic_data={"t": {0: batch}}))
     return response.responses["t"][0]
 
 
@@ -49,7 +56,7 @@ def test_records_too_far_from_the_clock_refuse_the_batch(tmp_path):
                                 f"range. The timestamp should be within {window}")]
     assert answer.log_start_offset == 0 and answer.base_offset == -1
     assert rm.partitions[("t", 0)].log_end_offset == 0
-    kafka = _produce_response(m.ProduceResponse(responses={"t": {0: answer}}))
+    kafka = PRODUCE.response(m.ProduceResponse(responses={"t": {0: answer}}), 9)
     part = kafka["responses"][0]["partition_responses"][0]
     assert part["error_message"] == answer.error_message
     assert [e["batch_index"] for e in part["record_errors"]] == [0, 2]

@@ -442,7 +442,8 @@ def test_body_keys_are_field_names_and_nested_entries_are_arrays():
     req = FetchRequest(topics=[FetchTopic("t", [FetchPartition(0, 5, 100)])])
     body = msgpack.unpackb(msgpack.packb(req.to_body(), use_bin_type=True), raw=False)
     assert body == {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
-                    "isolation_level": 0, "topics": [["t", [[0, 5, 100, -1, -1]]]]}
+                    "isolation_level": 0, "topics": [["t", [[0, 5, 100, -1, -1]]]],
+                    "session_id": 0, "session_epoch": -1}
     produce = ProduceRequest(acks=1, timeout_ms=10, topic_data={"t": {3: b"x"}})
     assert produce.to_body() == {"transactional_id": None, "acks": 1, "timeout_ms": 10,
                                  "topic_data": {"t": {3: b"x"}}}

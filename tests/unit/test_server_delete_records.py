@@ -13,6 +13,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.server.delete_records import delete_records
 from kafkalite.server.offset_values import OffsetQuery
+from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.replica_manager import ReplicaManager
 
 TP = ("t", 0)
@@ -47,17 +48,16 @@ class Harness:
 
     def produce(self, batches=4, n=3):
         for _ in range(batches):
-            response = self.manager.append_records(m.ProduceRequest(
-                acks=1, timeout_ms=1000, topic_data={"t": {0: _batch(n)}}))
-            assert response.responses["t"][0].error_code == 0
+            response = self.manager.append_records(1000, 1, False, {("t", 0): _batch(n)})
+            assert response[("t", 0)].error_code == 0
 
     def follower_fetch(self, replica_id, offset, log_start_offset=-1):
-        return self.manager.fetch(m.FetchRequest(replica_id=replica_id, max_wait_ms=0, topics=[
-            m.FetchTopic("t", [m.FetchPartition(0, offset, 1 << 20, -1, log_start_offset)])]))
+        return self.manager.fetch(FetchParams(replica_id, max_wait_ms=0), {
+            ("t", 0): PartitionData(offset, log_start_offset, 1 << 20)})[("t", 0)]
 
     def consumer_fetch(self, offset):
-        return self.manager.fetch(m.FetchRequest(max_wait_ms=0, topics=[
-            m.FetchTopic("t", [m.FetchPartition(0, offset, 1 << 20)])])).responses[0].partitions[0]
+        return self.manager.fetch(FetchParams(max_wait_ms=0), {
+            ("t", 0): PartitionData(offset, max_bytes=1 << 20)})[("t", 0)]
 
     def earliest(self):
         return self.manager.list_offsets(-1, 0, {("t", 0): OffsetQuery(-2)})[("t", 0)].offset
@@ -154,13 +154,12 @@ def test_follower_takes_the_leaders_log_start_from_fetches(tmp_path):
     follower.become(1, [1, 2], [1, 2])
     replica = follower.manager.partitions[TP]
     # what the replica fetcher does with a fetch response: append, take HW and log start
-    response = leader.follower_fetch(2, 0, replica.log_start_offset)
-    data = response.responses[0].partitions[0]
+    data = leader.follower_fetch(2, 0, replica.log_start_offset)
     replica.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
     leader.follower_fetch(2, replica.log_end_offset, replica.log_start_offset)   # HW -> 12
     pending = delete_records(leader.broker, {TP: 8}, 5000)
     data = leader.follower_fetch(2, replica.log_end_offset,
-                                 replica.log_start_offset).responses[0].partitions[0]
+                                 replica.log_start_offset)
     assert data.log_start_offset == 8
     replica.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
     assert replica.log_start_offset == 8

@@ -3,7 +3,6 @@ import time
 import pytest
 
 from kafkalite import errors
-from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch
 from kafkalite.server.producer_state import ProducerStateTable, first_producer_id
 
@@ -58,9 +57,8 @@ def test_broker_answers_a_retried_batch_with_its_original_offsets(tmp_path):
     h.lead([1], [1])
 
     def send(batch):
-        response = _resolved(h.manager.append_records(m.ProduceRequest(
-            acks=1, topic_data={"t": {0: batch}})))
-        return response.responses["t"][0]
+        response = _resolved(h.manager.append_records(30000, 1, False, {("t", 0): batch}))
+        return response[("t", 0)]
 
     first = _idempotent_batch(5, 0, 0)
     assert send(first).base_offset == 0

@@ -11,7 +11,10 @@ from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
 from kafkalite.server.partition import PartitionState
+from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.replica_manager import ReplicaManager
+
+TP = ("t", 0)
 
 
 def _batch(n=3):
@@ -40,13 +43,11 @@ class Harness:
             controller_id=1, controller_epoch=controller_epoch, partition_states=[state]))
 
     def produce(self, acks, n=3, timeout_ms=5000):
-        return self.manager.append_records(m.ProduceRequest(
-            acks=acks, timeout_ms=timeout_ms, topic_data={"t": {0: _batch(n)}}))
+        return self.manager.append_records(timeout_ms, acks, False, {TP: _batch(n)})
 
     def fetch(self, offset, replica_id=-1, max_wait_ms=0, min_bytes=1):
-        return self.manager.fetch(m.FetchRequest(
-            replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, topics=[
-                m.FetchTopic("t", [m.FetchPartition(0, offset, 1 << 20)])]))
+        return self.manager.fetch(FetchParams(replica_id, max_wait_ms, min_bytes),
+                                  {TP: PartitionData(offset, max_bytes=1 << 20)})
 
 
 def _resolved(result):
@@ -67,14 +68,14 @@ def test_acks_all_waits_for_the_isr_then_answers(tmp_path):
     pending = h.produce(acks=-1)
     assert _resolved(pending) is None                     # follower 2 has not fetched yet
     consumer = _resolved(h.fetch(0))
-    assert consumer.responses[0].partitions[0].records == b""   # not committed: invisible
+    assert consumer[TP].records == b""   # not committed: invisible
     h.fetch(0, replica_id=2)                              # follower fetches the records...
     assert _resolved(pending) is None
     h.fetch(3, replica_id=2)                              # ...and its next fetch says it has them
     response = _resolved(pending)
-    assert response.responses["t"][0].error_code == 0
-    assert response.responses["t"][0].base_offset == 0
-    records = list(iter_records(_resolved(h.fetch(0)).responses[0].partitions[0].records))
+    assert response[TP].error_code == 0
+    assert response[TP].base_offset == 0
+    records = list(iter_records(_resolved(h.fetch(0))[TP].records))
     assert [r.offset for r in records] == [0, 1, 2]
 
 
@@ -83,17 +84,17 @@ def test_acks_all_times_out_with_request_timed_out(tmp_path):
     h.lead([1, 2], [1, 2])
     pending = h.produce(acks=-1, timeout_ms=200)
     h.clock.advance(0.2)
-    result = _resolved(pending).responses["t"][0]
+    result = _resolved(pending)[TP]
     assert result.error_code == errors.RequestTimedOutError.code
 
 
 def test_not_enough_replicas_before_append(tmp_path):
     h = Harness(tmp_path, min_isr=2)
     h.lead([1, 2], [1])
-    result = _resolved(h.produce(acks=-1)).responses["t"][0]
+    result = _resolved(h.produce(acks=-1))[TP]
     assert result.error_code == errors.NotEnoughReplicasError.code
     assert h.manager.partitions[("t", 0)].log_end_offset == 0     # nothing appended
-    assert _resolved(h.produce(acks=1)).responses["t"][0].error_code == 0
+    assert _resolved(h.produce(acks=1))[TP].error_code == 0
 
 
 def test_isr_shrinks_after_lag_and_expands_on_catch_up(tmp_path):
@@ -114,7 +115,7 @@ def test_long_poll_wakes_on_append(tmp_path):
     assert _resolved(waiting) is None
     h.produce(acks=1)
     response = _resolved(waiting)
-    assert len(list(iter_records(response.responses[0].partitions[0].records))) == 3
+    assert len(list(iter_records(response[TP].records))) == 3
 
 
 def test_long_poll_times_out_empty(tmp_path):
@@ -122,7 +123,7 @@ def test_long_poll_times_out_empty(tmp_path):
     h.lead([1], [1])
     waiting = h.fetch(0, max_wait_ms=500)
     h.clock.advance(0.5)
-    assert _resolved(waiting).responses[0].partitions[0].records == b""
+    assert _resolved(waiting)[TP].records == b""
 
 
 def test_stale_controller_epoch_is_rejected(tmp_path):
@@ -136,9 +137,9 @@ def test_stale_controller_epoch_is_rejected(tmp_path):
 def test_follower_rejects_produce_and_fetch(tmp_path):
     h = Harness(tmp_path)
     h.lead([1, 2], [1, 2], leader=2)
-    assert _resolved(h.produce(acks=1)).responses["t"][0].error_code == \
+    assert _resolved(h.produce(acks=1))[TP].error_code == \
         errors.NotLeaderForPartitionError.code
-    assert _resolved(h.fetch(0)).responses[0].partitions[0].error_code == \
+    assert _resolved(h.fetch(0))[TP].error_code == \
         errors.NotLeaderForPartitionError.code
 
 
@@ -161,7 +162,7 @@ def test_diverged_follower_truncates_to_the_leaders_epoch_end(tmp_path):
     new = Harness(tmp_path / "new", broker_id=2)
     old.lead([1, 2], [1, 2], epoch=0)
     first = old.produce(acks=1, n=10)                         # offsets 0-9, epoch 0
-    shipped = _resolved(old.fetch(0, replica_id=2)).responses[0].partitions[0].records
+    shipped = _resolved(old.fetch(0, replica_id=2))[TP].records
     new.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
         controller_id=1, controller_epoch=1, partition_states=[m.LeaderAndIsrPartitionState(
             "t", 0, 1, 1, 0, [1, 2], 0, [1, 2])]))
@@ -180,10 +181,10 @@ def test_diverged_follower_truncates_to_the_leaders_epoch_end(tmp_path):
     _own_epoch, own_end = follower.end_offset_for_epoch(epoch)
     follower.truncate_to(min(end, own_end))
     assert follower.log_end_offset == 10
-    records = _resolved(new.fetch(10, replica_id=1)).responses[0].partitions[0].records
+    records = _resolved(new.fetch(10, replica_id=1))[TP].records
     follower.append_as_follower(records, 15)
     assert follower.log_end_offset == 15 and follower.epoch_starts[-1] == (2, 10)
-    assert _resolved(first).responses["t"][0].base_offset == 0
+    assert _resolved(first)[TP].base_offset == 0
 
 
 def test_a_caught_up_replica_joins_the_isr_at_its_end(tmp_path):

@@ -1,0 +1,93 @@
+"""Produce and Fetch between Kafka's protocol and the model: the broker's hottest path.
+
+Record data passes through untouched both ways: kio reads a ``records`` field as bytes, which the
+model carries as they are, and a fetched partition's stored batches go out as read. The work
+here is per partition, never per record.
+
+A Kafka-protocol Fetch is always a consumer's (replica id -1), whatever replica id it carries:
+brokers replicate over the native protocol.
+"""
+
+from __future__ import annotations
+
+from kafkalite.protocol import messages as m
+from kafkalite.protocol.kafka.convert import Converter
+from kafkalite.protocol.kafka.entities import millis
+
+__all__ = ["PRODUCE", "FETCH"]
+
+
+def _records(data) -> bytes:
+    """A partition's batch bytes (null records: none). kio gives bytes: no copy then."""
+    if data is None:
+        return b""
+    return data if type(data) is bytes else bytes(data)
+
+
+def _produce_request(entity, version: int) -> m.ProduceRequest:
+    topic_data: dict[str, dict[int, bytes]] = {}
+    for topic in entity.topic_data:
+        partitions = topic_data.setdefault(topic.name, {})
+        for p in topic.partition_data:
+            partitions[p.index] = _records(p.records)
+    # a negative timeout means "do not wait" (Kafka expires it at once); the purgatory's timer
+    # refuses negative delays, after the records are appended
+    return m.ProduceRequest(transactional_id=entity.transactional_id, acks=entity.acks,
+                            timeout_ms=max(0, millis(entity.timeout)), topic_data=topic_data)
+
+
+def _produce_partition(index: int, r: m.ProducePartitionResponse) -> dict:
+    return {
+        # Kafka sends an error message only with record errors (KIP-467); kafkalite's own
+        # wording of the other refusals stays on its native protocol
+        "index": index, "error_code": r.error_code,
+        "error_message": r.error_message if r.record_errors else None,
+        "base_offset": r.base_offset, "log_append_time": r.log_append_time,
+        "log_start_offset": r.log_start_offset,
+        "record_errors": [{"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                          for e in r.record_errors]}
+
+
+def _produce_response(r: m.ProduceResponse, version: int) -> dict:
+    return {"throttle_time": r.throttle_time_ms, "responses": [
+        {"name": topic, "partition_responses": [_produce_partition(index, p)
+                                                for index, p in partitions.items()]}
+        for topic, partitions in r.responses.items()]}
+
+
+PRODUCE = Converter(_produce_request, _produce_response)
+
+
+def _fetch_request(entity, version: int) -> m.FetchRequest:
+    return m.FetchRequest(
+        replica_id=m.CONSUMER_REPLICA_ID,
+        max_wait_ms=max(0, millis(entity.max_wait)),
+        min_bytes=entity.min_bytes,
+        max_bytes=getattr(entity, "max_bytes", 0x7FFFFFFF),
+        isolation_level=int(getattr(entity, "isolation_level", m.READ_UNCOMMITTED)),
+        session_id=getattr(entity, "session_id", 0),
+        session_epoch=getattr(entity, "session_epoch", -1),
+        topics=[m.FetchTopic(t.topic, [
+            m.FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes,
+                             getattr(p, "current_leader_epoch", -1))
+            for p in t.partitions]) for t in entity.topics])
+
+
+def _fetch_response(r: m.FetchResponse, version: int) -> dict:
+    # kafkalite opens no fetch session (id 0), sends no aborted transactions (it writes no
+    # transactional data) and prefers no read replica
+    return {"throttle_time": r.throttle_time_ms, "error_code": r.error_code, "session_id": 0,
+            "responses": [{
+                "topic": t.topic,
+                "partitions": [{
+                    "partition_index": p.partition, "error_code": p.error_code,
+                    "high_watermark": p.high_watermark,
+                    "last_stable_offset": (p.last_stable_offset if p.last_stable_offset >= 0
+                                           else p.high_watermark),
+                    "log_start_offset": p.log_start_offset,
+                    "aborted_transactions": None, "preferred_read_replica": -1,
+                    "records": p.records} for p in t.partitions],
+            } for t in r.responses]}
+
+
+FETCH = Converter(_fetch_request, _fetch_response)
