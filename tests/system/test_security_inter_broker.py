@@ -1,8 +1,9 @@
 """security.inter.broker.protocol=SASL_SSL: replica fetchers and the controller log in to the
 other brokers as ``admin`` over TLS (SCRAM-SHA-512), and only ``admin`` is a super user, so a
-controller request or a follower fetch that came any other way would be refused with
-CLUSTER_AUTHORIZATION_FAILED. Replication keeps every ISR full, and killing a leader still moves
-leadership with nothing acknowledged lost.
+controller request that came any other way would be refused with CLUSTER_AUTHORIZATION_FAILED,
+a follower fetch with TOPIC_AUTHORIZATION_FAILED on every partition (Kafka 2.8's answers).
+Replication keeps every ISR full, and killing a leader still moves leadership with nothing
+acknowledged lost.
 """
 
 from __future__ import annotations
