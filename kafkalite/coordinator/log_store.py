@@ -12,7 +12,8 @@ load, KafkaApis' ``createInternalTopic``).
 * ``ensure_topic`` creates ``__consumer_offsets`` (compacted) the first time a coordinator is
   looked up.
 
-Everything runs on the reactor thread (DESIGN section 4): Log objects are only touched there.
+Everything runs on the reactor thread (docs/architecture.md, 5. Threads and the reactor): Log
+objects are only touched there.
 """
 
 from __future__ import annotations

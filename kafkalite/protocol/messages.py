@@ -414,12 +414,16 @@ class MetadataTopic(NamedTuple):
     name: str
     partitions: list[MetadataPartition]
     topic_id: str | None = None      # base64url, as in /brokers/topics/<t>; None if unknown
+    is_internal: bool = False        # __consumer_offsets, __transaction_state
+    topic_authorized_operations: Int32 = -(1 << 31)    # KIP-430; Int.MinValue: not requested
 
 
 @_message(ApiKey.METADATA)
 class MetadataRequest(Request):
     topics: list[str] | None = None          # None = every topic; [] = none (brokers only)
     allow_auto_topic_creation: bool = True
+    include_cluster_authorized_operations: bool = False     # KIP-430 (Kafka v8-v10)
+    include_topic_authorized_operations: bool = False       # KIP-430 (Kafka v8+)
 
     def error_response(self, error_code, error_message=None):
         return MetadataResponse(topics=[MetadataTopic(error_code, t, []) for t in self.topics or ()])
@@ -432,6 +436,7 @@ class MetadataResponse(Response):
     cluster_id: str | None = None
     controller_id: Int32 = -1
     topics: list[MetadataTopic] = field(default_factory=list)
+    cluster_authorized_operations: Int32 = -(1 << 31)    # KIP-430; Int.MinValue: not requested
 
 
 # ================================================================================================
@@ -533,6 +538,10 @@ class FetchRequest(Request):
     max_bytes: Int32 = 52428800
     isolation_level: Int8 = READ_UNCOMMITTED
     topics: list[FetchTopic] = field(default_factory=list)
+    # KIP-227 fetch sessions (Kafka's protocol, v7+): kafkalite never opens one (it answers
+    # session id 0), so a request continuing one (epoch > 0) is told to start over
+    session_id: Int32 = 0
+    session_epoch: Int32 = -1                 # -1: no session (a full fetch)
 
     def error_response(self, error_code, error_message=None):
         return FetchResponse(error_code=error_code, error_message=error_message, responses=[
@@ -750,10 +759,24 @@ class CreatableTopic(NamedTuple):
     configs: dict[str, str | None]             # topic-level config overrides
 
 
+class CreatableTopicConfig(NamedTuple):
+    """One config of a created topic, as DescribeConfigs renders it (CreateTopics v5+)."""
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: Int8                        # Kafka's ConfigSource (DescribeConfigsEntry's)
+    is_sensitive: bool
+
+
 class CreatableTopicResult(NamedTuple):
     name: str
     error_code: Int16
     error_message: str | None = None
+    # KIP-525 (CreateTopics v5+): what was created, or -1, -1, [] for a refused topic
+    num_partitions: Int32 = -1
+    replication_factor: Int16 = -1
+    configs: list[CreatableTopicConfig] = []
+    topic_config_error_code: Int16 = 0         # TOPIC_AUTHORIZATION_FAILED: no DescribeConfigs
 
 
 @_message(ApiKey.CREATE_TOPICS)
@@ -779,19 +802,22 @@ class CreateTopicsResponse(Response):
 
 
 class DeletableTopicResult(NamedTuple):
-    name: str
+    name: str | None                           # None: a topic id the client may not Describe
     error_code: Int16
     error_message: str | None = None
+    topic_id: str | None = None                # as asked (DeleteTopics v6 by id), base64url
 
 
 @_message(ApiKey.DELETE_TOPICS)
 class DeleteTopicsRequest(Request):
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: Int32 = 30000
+    topic_ids: list[str] = field(default_factory=list)   # v6: topics named by id (base64url)
 
     def error_response(self, error_code, error_message=None):
-        return DeleteTopicsResponse(responses=[DeletableTopicResult(n, error_code, error_message)
-                                               for n in self.topic_names])
+        return DeleteTopicsResponse(responses=[
+            *(DeletableTopicResult(n, error_code, error_message) for n in self.topic_names),
+            *(DeletableTopicResult(None, error_code, error_message, i) for i in self.topic_ids)])
 
 
 @_message(ApiKey.DELETE_TOPICS)
@@ -809,6 +835,9 @@ class DeleteTopicsResponse(Response):
 class InitProducerIdRequest(Request):
     transactional_id: str | None = None
     transaction_timeout_ms: Int32 = 60000
+    # KIP-360 (Kafka v3+): the id and epoch the producer had, both -1 or neither
+    producer_id: Int64 = -1
+    producer_epoch: Int16 = -1
 
     def error_response(self, error_code, error_message=None):
         return InitProducerIdResponse(error_code=error_code, error_message=error_message)
@@ -1085,9 +1114,10 @@ class DeleteRecordsResponse(Response):
 
 
 # ================================================================================================
-# Consumer groups, the 0.9+ broker-side coordinator (DESIGN section 9): FindCoordinator (10),
-# JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15),
-# ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42), OffsetDelete (47).
+# Consumer groups, the 0.9+ broker-side coordinator (docs/architecture.md, 9. Consumer groups):
+# FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
+# DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42),
+# OffsetDelete (47).
 # Fields are those of Kafka 2.8's newest versions (per-topic entries say ``topic``/``partition``
 # as the other native messages do); protocol metadata and assignments are opaque bytes (for
 # consumers, Kafka's ConsumerProtocol: ``kafkalite.client.consumer_protocol``).
@@ -1137,6 +1167,9 @@ class JoinGroupRequest(Request):
     group_instance_id: str | None = None  # static membership (KIP-345)
     protocol_type: str = "consumer"
     protocols: list[JoinGroupProtocol] = field(default_factory=list)
+    # a first join ("" member id) is answered MEMBER_ID_REQUIRED with an id to join again with
+    # (KIP-394); Kafka-protocol clients before JoinGroup v4 do not know that answer
+    require_known_member_id: bool = True
 
     def error_response(self, error_code, error_message=None):
         return JoinGroupResponse(error_code=error_code)

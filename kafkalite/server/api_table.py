@@ -18,9 +18,6 @@ Each row (``ApiSpec``) says, for one API key:
 Both ApiVersions answers are generated from here, so an API missing from the table is not
 advertised and not served, and adding an API is one row (see docs/architecture.md, "Adding an
 API").
-
-Some rows still carry ``legacy_*`` adapters: handlers from before the table, which take the raw
-request of each protocol. They go, family by family, as each moves onto the model.
 """
 
 from __future__ import annotations
@@ -49,9 +46,6 @@ class ApiSpec:
     kafka: Any = None                     # the Kafka converter module (request/response)
     listeners: str = CLIENT
     native: bool = True                   # served on the native protocol
-    # before the table (see the module docstring)
-    legacy_native: Handler | None = None   # (broker, ctx, native request) -> native response
-    legacy_kafka: Handler | None = None    # (broker, ctx, kio entity) -> dict
 
     @property
     def name(self) -> str:
@@ -78,11 +72,11 @@ class ApiSpec:
     @property
     def serves_kafka(self) -> bool:
         return self.kafka_versions is not None and (
-            (self.handler is not None and self.kafka is not None) or self.legacy_kafka is not None)
+            self.handler is not None and self.kafka is not None)
 
     @property
     def serves_native(self) -> bool:
-        return self.native and (self.handler is not None or self.legacy_native is not None)
+        return self.native and self.handler is not None
 
 
 #: api key -> ApiSpec (the rows are at the end of this module)
@@ -133,19 +127,6 @@ def handle_api_versions(broker, ctx, request: m.ApiVersionsRequest) -> m.ApiVers
                                                for key, (low, high) in ranges.items()])
 
 
-def _legacy_native(broker, ctx, request):
-    return broker.apis.handle(ctx, request, ctx.connection)
-
-
-def _legacy_kafka(broker, ctx, entity):
-    return broker.kafka_apis.handle(ctx.api_key, ctx.api_version, entity, ctx.connection)
-
-
-def _legacy(key, kafka_max=None, listeners=CLIENT) -> ApiSpec:
-    return ApiSpec(key, kafka_max, listeners=listeners, legacy_native=_legacy_native,
-                   legacy_kafka=_legacy_kafka if kafka_max is not None else None)
-
-
 # Each family's rows are one block: its handlers' module and its Kafka converters' module.
 
 def _cluster_rows():
@@ -162,64 +143,85 @@ def _cluster_rows():
 
 
 def _data_rows():
+    from kafkalite.protocol.kafka.convert import data as convert
+    from kafkalite.server import data_apis as apis
     return [
-        _legacy(ApiKey.PRODUCE, 9),
-        _legacy(ApiKey.FETCH, 12),
+        ApiSpec(ApiKey.PRODUCE, 9, apis.handle_produce, convert.PRODUCE),
+        ApiSpec(ApiKey.FETCH, 12, apis.handle_fetch, convert.FETCH),
     ]
 
 
 def _metadata_rows():
+    from kafkalite.protocol.kafka.convert import metadata as convert
+    from kafkalite.server import metadata_apis, offset_apis, producer_id_apis
     return [
-        _legacy(ApiKey.METADATA, 11),
-        _legacy(ApiKey.LIST_OFFSETS, 6),
-        _legacy(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4),
-        _legacy(ApiKey.INIT_PRODUCER_ID, 4),
+        ApiSpec(ApiKey.METADATA, 11, metadata_apis.handle_metadata, convert.METADATA),
+        ApiSpec(ApiKey.LIST_OFFSETS, 6, offset_apis.handle_list_offsets, convert.LIST_OFFSETS),
+        ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, offset_apis.handle_offset_for_leader_epoch,
+                convert.OFFSET_FOR_LEADER_EPOCH),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, 4, producer_id_apis.handle_init_producer_id,
+                convert.INIT_PRODUCER_ID),
     ]
 
 
 def _controller_rows():
     # the controller's requests (brokers only), and controlled shutdown (to the controller)
+    from kafkalite.server import controller_apis as apis
     return [
-        _legacy(ApiKey.LEADER_AND_ISR, listeners=CONTROL),
-        _legacy(ApiKey.UPDATE_METADATA, listeners=CONTROL),
-        _legacy(ApiKey.STOP_REPLICA, listeners=CONTROL),
-        _legacy(ApiKey.CONTROLLED_SHUTDOWN),
+        ApiSpec(ApiKey.LEADER_AND_ISR, None, apis.handle_leader_and_isr, listeners=CONTROL),
+        ApiSpec(ApiKey.UPDATE_METADATA, None, apis.handle_update_metadata, listeners=CONTROL),
+        ApiSpec(ApiKey.STOP_REPLICA, None, apis.handle_stop_replica, listeners=CONTROL),
+        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, None, apis.handle_controlled_shutdown),
     ]
 
 
 def _admin_rows():
+    from kafkalite.protocol.kafka.convert import admin as convert
+    from kafkalite.protocol.kafka.convert import configs as convert_configs
+    from kafkalite.server import config_apis, topic_apis
     return [
-        _legacy(ApiKey.CREATE_TOPICS, 7),
-        _legacy(ApiKey.DELETE_TOPICS, 6),
-        _legacy(ApiKey.CREATE_PARTITIONS, 3),
-        _legacy(ApiKey.DELETE_RECORDS, 2),
-        _legacy(ApiKey.DESCRIBE_CONFIGS, 4),
-        _legacy(ApiKey.ALTER_CONFIGS, 2),
-        _legacy(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1),
+        ApiSpec(ApiKey.CREATE_TOPICS, 7, topic_apis.handle_create_topics, convert.CREATE_TOPICS),
+        ApiSpec(ApiKey.DELETE_TOPICS, 6, topic_apis.handle_delete_topics, convert.DELETE_TOPICS),
+        ApiSpec(ApiKey.CREATE_PARTITIONS, 3, topic_apis.handle_create_partitions,
+                convert.CREATE_PARTITIONS),
+        ApiSpec(ApiKey.DELETE_RECORDS, 2, topic_apis.handle_delete_records,
+                convert.DELETE_RECORDS),
+        ApiSpec(ApiKey.DESCRIBE_CONFIGS, 4, config_apis.handle_describe_configs,
+                convert_configs.DESCRIBE_CONFIGS),
+        ApiSpec(ApiKey.ALTER_CONFIGS, 2, config_apis.handle_alter_configs,
+                convert_configs.ALTER_CONFIGS),
+        ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, config_apis.handle_incremental_alter_configs,
+                convert_configs.INCREMENTAL_ALTER_CONFIGS),
     ]
 
 
 def _group_rows():
+    from kafkalite.protocol.kafka.convert import groups as convert
+    from kafkalite.server import group_apis as apis
+    from kafkalite.server import group_offset_apis as offsets
     return [
-        _legacy(ApiKey.FIND_COORDINATOR, 3),
-        _legacy(ApiKey.JOIN_GROUP, 7),
-        _legacy(ApiKey.HEARTBEAT, 4),
-        _legacy(ApiKey.LEAVE_GROUP, 4),
-        _legacy(ApiKey.SYNC_GROUP, 5),
-        _legacy(ApiKey.DESCRIBE_GROUPS, 5),
-        _legacy(ApiKey.LIST_GROUPS, 4),
-        _legacy(ApiKey.OFFSET_COMMIT, 8),
-        _legacy(ApiKey.OFFSET_FETCH, 7),
-        _legacy(ApiKey.DELETE_GROUPS, 2),
-        _legacy(ApiKey.OFFSET_DELETE, 0),
+        ApiSpec(ApiKey.FIND_COORDINATOR, 3, apis.handle_find_coordinator,
+                convert.FIND_COORDINATOR),
+        ApiSpec(ApiKey.JOIN_GROUP, 7, apis.handle_join_group, convert.JOIN_GROUP),
+        ApiSpec(ApiKey.HEARTBEAT, 4, apis.handle_heartbeat, convert.HEARTBEAT),
+        ApiSpec(ApiKey.LEAVE_GROUP, 4, apis.handle_leave_group, convert.LEAVE_GROUP),
+        ApiSpec(ApiKey.SYNC_GROUP, 5, apis.handle_sync_group, convert.SYNC_GROUP),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, 5, apis.handle_describe_groups, convert.DESCRIBE_GROUPS),
+        ApiSpec(ApiKey.LIST_GROUPS, 4, apis.handle_list_groups, convert.LIST_GROUPS),
+        ApiSpec(ApiKey.OFFSET_COMMIT, 8, offsets.handle_offset_commit, convert.OFFSET_COMMIT),
+        ApiSpec(ApiKey.OFFSET_FETCH, 7, offsets.handle_offset_fetch, convert.OFFSET_FETCH),
+        ApiSpec(ApiKey.DELETE_GROUPS, 2, apis.handle_delete_groups, convert.DELETE_GROUPS),
+        ApiSpec(ApiKey.OFFSET_DELETE, 0, offsets.handle_offset_delete, convert.OFFSET_DELETE),
     ]
 
 
 def _acl_rows():
+    from kafkalite.protocol.kafka.convert import acls as convert
+    from kafkalite.server import acl_apis as apis
     return [
-        _legacy(ApiKey.DESCRIBE_ACLS, 2),
-        _legacy(ApiKey.CREATE_ACLS, 2),
-        _legacy(ApiKey.DELETE_ACLS, 2),
+        ApiSpec(ApiKey.DESCRIBE_ACLS, 2, apis.handle_describe_acls, convert.DESCRIBE_ACLS),
+        ApiSpec(ApiKey.CREATE_ACLS, 2, apis.handle_create_acls, convert.CREATE_ACLS),
+        ApiSpec(ApiKey.DELETE_ACLS, 2, apis.handle_delete_acls, convert.DELETE_ACLS),
     ]
 
 

@@ -33,11 +33,9 @@ from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.channel import BrokerChannel
-from kafkalite.server.apis import KafkaApis
 from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.dynamic_config import BrokerDynamicConfig
-from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
@@ -83,7 +81,7 @@ class BrokerService(service.MultiService):
             stop_follower_callback=self._stop_following,
             leadership_callback=self._on_leadership_change,
             partition_known=self.metadata_cache.contains_partition)
-        # the 0.9+ group coordinator and its __consumer_offsets storage (DESIGN section 9)
+        # the 0.9+ group coordinator, __consumer_offsets (docs/architecture.md, 9. Consumer groups)
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
                                                   config)
@@ -93,11 +91,9 @@ class BrokerService(service.MultiService):
         self.fetchers = ReplicaFetcherManager(self)
         self.controller_requests = ControllerRequestGate(
             lambda: read_controller_identity(self.tzk), lambda: self.broker_epoch,
-            self._registered_broker_epoch, config.control_plane_listener_name)
+            self._registered_broker_epoch)
         # admin answers that wait for UpdateMetadata (CreateTopics, DeleteTopics, ...)
         self.metadata_waits = MetadataWaits(reactor)
-        self.apis = KafkaApis(self)
-        self.kafka_apis = KafkaProtocolApis(self, self.apis)
         self.dispatcher = ApiDispatcher(self)
         self.controller: Controller | None = None
         self.log_dir_failure_handler: LogDirFailureHandler | None = None   # once logs loaded

@@ -62,13 +62,9 @@ class ApiDispatcher:
             listener=getattr(factory, "listener_name", None),
             security_protocol=getattr(listener_security, "protocol", "PLAINTEXT"),
             principal=principal, client_host=host, authz=authz,
-            connection_security=security, connection=connection)
+            connection_security=security)
 
     def call(self, spec: api_table.ApiSpec, ctx: RequestContext, request):
         """The handler's answer (or a Deferred of it); exceptions propagate to the pipeline,
         which turns them into the request's error response."""
         return spec.handler(self.broker, ctx, request)
-
-    def call_legacy(self, spec: api_table.ApiSpec, ctx: RequestContext, request):
-        handler = spec.legacy_kafka if ctx.protocol == "kafka" else spec.legacy_native
-        return handler(self.broker, ctx, request)

@@ -24,6 +24,7 @@ from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartiti
 from kafkalite.log.dir_failure import normalize_dir
 from kafkalite.protocol import messages as m
 from kafkalite.server.delete_records import INTERNAL_TOPICS
+from kafkalite.server.offset_values import EpochEndOffset, EpochQuery, OffsetQuery, OffsetResult
 from kafkalite.server.data_values import (FetchParams, FetchResult, PartitionData,
                                           ProduceResult, TopicPartition)
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
@@ -400,49 +401,44 @@ class ReplicaManager:
             self.produce_purgatory.check(partition.tp)
 
     # --- offsets --------------------------------------------------------------------------------
-    def _per_leader_partition(self, request_topics, answer, failed, topic_response):
-        """Answer each requested partition this broker leads with ``answer(partition, entry)``,
-        and every other one (or any failure) with ``failed(entry, code)``."""
-        topics = []
-        for topic in request_topics:
-            parts = []
-            for entry in topic.partitions:
-                try:
-                    partition = self.leader_partition(topic.topic, entry.partition)
-                    partition.check_leader_epoch(entry.current_leader_epoch)
-                    parts.append(answer(partition, entry))
-                except Exception as exc:  # noqa: BLE001 - answered per partition
-                    parts.append(failed(entry, code_of(exc)))
-            topics.append(topic_response(topic.topic, parts))
-        return topics
+    def _per_leader_partition(self, queries: dict, answer: Callable, failed: Callable) -> dict:
+        """``{tp: answer(partition, query)}`` for each partition this broker leads at the
+        query's current leader epoch; ``failed(code)`` for every other one (or any failure)."""
+        results = {}
+        for tp, query in queries.items():
+            try:
+                partition = self.leader_partition(*tp)
+                partition.check_leader_epoch(query.current_leader_epoch)
+                results[tp] = answer(partition, query)
+            except Exception as exc:  # noqa: BLE001 - answered per partition
+                results[tp] = failed(code_of(exc))
+        return results
 
-    def list_offsets(self, request: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
-        def answer(partition: Partition, entry):
-            visible = (partition.high_watermark if request.replica_id < 0
-                       else partition.log_end_offset)
-            if entry.timestamp == EARLIEST_TIMESTAMP:
+    def list_offsets(self, replica_id: int, isolation_level: int,
+                     queries: dict[tuple[str, int], OffsetQuery]
+                     ) -> dict[tuple[str, int], OffsetResult]:
+        """Kafka's fetchOffsetForTimestamp for each ``(topic, partition): OffsetQuery``: a
+        consumer (replica id < 0) sees up to the high watermark, a replica up to the log end.
+        ``isolation_level`` is a consumer's; without transactions the last stable offset is
+        the high watermark, so both levels see the same."""
+        def answer(partition: Partition, query: OffsetQuery) -> OffsetResult:
+            visible = partition.high_watermark if replica_id < 0 else partition.log_end_offset
+            if query.timestamp == EARLIEST_TIMESTAMP:
                 offset, ts = partition.log_start_offset, -1
-            elif entry.timestamp == LATEST_TIMESTAMP:
+            elif query.timestamp == LATEST_TIMESTAMP:
                 offset, ts = visible, -1
             else:
-                found = partition.log.find_offset_by_timestamp(entry.timestamp)
+                found = partition.log.find_offset_by_timestamp(query.timestamp)
                 offset, ts = found if found is not None and found[0] < visible else (-1, -1)
-            return m.ListOffsetsPartitionResponse(entry.partition, 0, ts, offset,
-                                                  partition.leader_epoch)
-        return m.ListOffsetsResponse(topics=self._per_leader_partition(
-            request.topics, answer,
-            lambda entry, code: m.ListOffsetsPartitionResponse(entry.partition, code),
-            m.ListOffsetsTopicResponse))
+            return OffsetResult(0, ts, offset, partition.leader_epoch)
+        return self._per_leader_partition(queries, answer, OffsetResult)
 
-    def offsets_for_leader_epoch(self, request: m.OffsetForLeaderEpochRequest
-                                 ) -> m.OffsetForLeaderEpochResponse:
-        def answer(partition: Partition, entry):
-            epoch, end = partition.end_offset_for_epoch(entry.leader_epoch)
-            return m.OffsetForLeaderEpochPartitionResponse(entry.partition, 0, epoch, end)
-        return m.OffsetForLeaderEpochResponse(topics=self._per_leader_partition(
-            request.topics, answer,
-            lambda entry, code: m.OffsetForLeaderEpochPartitionResponse(entry.partition, code),
-            m.OffsetForLeaderEpochTopicResponse))
+    def offsets_for_leader_epoch(self, queries: dict[tuple[str, int], EpochQuery]
+                                 ) -> dict[tuple[str, int], EpochEndOffset]:
+        """Kafka's lastOffsetForLeaderEpoch for each ``(topic, partition): EpochQuery``."""
+        def answer(partition: Partition, query: EpochQuery) -> EpochEndOffset:
+            return EpochEndOffset(0, *partition.end_offset_for_epoch(query.leader_epoch))
+        return self._per_leader_partition(queries, answer, EpochEndOffset)
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}

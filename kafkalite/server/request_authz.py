@@ -25,7 +25,7 @@ from kafkalite.security.operations import (
     SUPPORTED_OPERATIONS, bit_field, error_for, operation_for,
 )
 
-__all__ = ["RequestAuthz", "ALLOW_ALL", "gate_list_offsets", "gate_offset_for_leader_epoch"]
+__all__ = ["RequestAuthz", "ALLOW_ALL"]
 
 _TOPIC_DENIED = TopicAuthorizationFailedError.code
 
@@ -125,65 +125,6 @@ def _then(result, convert: Callable):
 
 def cluster_refusal(api_key: int) -> ClusterAuthorizationFailedError:
     return ClusterAuthorizationFailedError(f"not authorized for {ApiKey.name_of(api_key)}")
-
-
-# --- ListOffsets and OffsetForLeaderEpoch: split, serve the allowed part, merge -----------------
-
-def gate_list_offsets(authz: RequestAuthz, request: m.ListOffsetsRequest, serve: Callable):
-    if not authz.enabled or request.replica_id >= 0:
-        return serve(request)
-    allowed, refused = authz.split(ApiKey.LIST_OFFSETS, ResourceType.TOPIC,
-                                   (t.topic for t in request.topics))
-    denied = [m.ListOffsetsTopicResponse(t.topic, [
-        m.ListOffsetsPartitionResponse(p.partition, _TOPIC_DENIED) for p in t.partitions])
-        for t in request.topics if t.topic in refused]
-    request.topics = [t for t in request.topics if t.topic in allowed]
-
-    def merge(response):
-        response.topics.extend(denied)
-        return response
-    return _then(serve(request), merge)
-
-
-def gate_offset_for_leader_epoch(authz: RequestAuthz, request: m.OffsetForLeaderEpochRequest,
-                                 serve: Callable):
-    """Kafka 2.8's rule, whatever the replica id: ClusterAction on the cluster (asked without
-    logging) serves every topic; else each topic needs Describe (KIP-320's consumers)."""
-    if not authz.enabled or authz.may(ApiKey.OFFSET_FOR_LEADER_EPOCH, ResourceType.CLUSTER,
-                                      log_denied=False):
-        return serve(request)
-    allowed, refused = authz.split(ApiKey.OFFSET_FOR_LEADER_EPOCH, ResourceType.TOPIC,
-                                   (t.topic for t in request.topics))
-    denied = [m.OffsetForLeaderEpochTopicResponse(t.topic, [
-        m.OffsetForLeaderEpochPartitionResponse(p.partition, _TOPIC_DENIED)
-        for p in t.partitions]) for t in request.topics if t.topic in refused]
-    request.topics = [t for t in request.topics if t.topic in allowed]
-
-    def merge(response):
-        response.topics.extend(denied)
-        return response
-    return _then(serve(request), merge)
-
-
-def gate_metadata(authz: RequestAuthz, topics: list[str] | None, exists: Callable[[str], bool],
-                  auto_create: bool):
-    """Kafka's Metadata rules. Returns (topics to ask for, refused names, filter). Named topics the client may not Describe answer
-    TOPIC_AUTHORIZATION_FAILED without a word on whether they exist; a missing topic it may
-    not Create (on the cluster or the topic) is not created. Asking for every topic just
-    leaves out those it may not Describe (``filter``)."""
-    if not authz.enabled:
-        return topics, set(), None
-    if topics is None:
-        return None, set(), lambda name: authz.may(
-            ApiKey.METADATA, ResourceType.TOPIC, name, log_denied=False)
-    allowed, refused = authz.split(ApiKey.METADATA, ResourceType.TOPIC, topics)
-    missing = {t for t in allowed if not exists(t)} if auto_create else set()
-    if missing and not authz.may(ApiKey.METADATA, ResourceType.CLUSTER, log_denied=False):
-        creatable, not_creatable = authz.split(ApiKey.CREATE_TOPICS, ResourceType.TOPIC,
-                                               missing)
-        refused |= not_creatable
-        allowed -= not_creatable
-    return [t for t in topics if t in allowed], refused, None
 
 
 def gate_config_resources(authz: RequestAuthz, api_key: int, resources: list, serve: Callable,

@@ -47,11 +47,9 @@ class Refused(Exception):
 
 
 class RequestHead:
-    """What the codec read before the body: the header's fields, the table's row, and whether
-    the row's handler still takes the raw request (``legacy``)."""
+    """What the codec read before the body: the header's fields and the table's row."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "spec", "raw",
-                 "legacy")
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "spec", "raw")
 
     def __init__(self, api_key, api_version, correlation_id, client_id, spec, raw=None):
         self.api_key = api_key
@@ -60,7 +58,6 @@ class RequestHead:
         self.client_id = client_id
         self.spec = spec
         self.raw = raw
-        self.legacy = False
 
 
 class KafkaCodec:
@@ -93,9 +90,6 @@ class KafkaCodec:
             raise Refused(exc.message) from None
         head.client_id = header.client_id
         spec = head.spec
-        if spec.handler is None or spec.kafka is None:
-            head.legacy = True
-            return entity
         try:
             return spec.kafka.request(entity, head.api_version)
         except KafkaError as exc:
@@ -106,26 +100,19 @@ class KafkaCodec:
 
     @staticmethod
     def expects_response(head: RequestHead, request) -> bool:
-        if head.legacy:
-            return not (head.api_key == ApiKey.PRODUCE and request.acks == 0)
-        return request.expects_response()
+        return request.expects_response()     # False only for Produce with acks=0
 
     @staticmethod
     def call(dispatcher, head: RequestHead, ctx, request):
-        if head.legacy:
-            return dispatcher.call_legacy(head.spec, ctx, request)
         return dispatcher.call(head.spec, ctx, request)
 
     @staticmethod
     def error_response(head: RequestHead, request, error_code: int, message: str):
-        if head.legacy:      # the old Kafka-side handlers had no error responses: close
-            raise InvalidRequestError(f"{head.spec.name} failed: {message}")
         return request.error_response(error_code, message)
 
     @staticmethod
     def encode(head: RequestHead, request, response) -> bytes:
-        values = response if head.legacy else head.spec.kafka.response(response,
-                                                                       head.api_version)
+        values = head.spec.kafka.response(response, head.api_version)
         return kio_codec.encode_response(head.api_key, head.api_version, head.correlation_id,
                                          values)
 
@@ -158,13 +145,9 @@ class NativeCodec:
                 encode_response_payload(head.correlation_id, RequestErrorResponse(
                     error_code=code_of(exc), error_message=exc.message).to_body(0)),
                 head.correlation_id) from None
-        head.legacy = spec.handler is None
         return request
 
-    @staticmethod
-    def expects_response(head: RequestHead, request) -> bool:
-        return request.expects_response()
-
+    expects_response = staticmethod(KafkaCodec.expects_response)
     call = staticmethod(KafkaCodec.call)
 
     @staticmethod

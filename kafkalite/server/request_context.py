@@ -37,8 +37,6 @@ class RequestContext:
     authz: RequestAuthz = ALLOW_ALL
     #: the connection's ``ConnectionSecurity``: only the SASL handlers use it
     connection_security: Any = field(default=None, compare=False, repr=False)
-    #: the broker protocol object, for the handlers not yet moved to the table (legacy adapters)
-    connection: Any = field(default=None, compare=False, repr=False)
 
     @property
     def client_address(self) -> str:
