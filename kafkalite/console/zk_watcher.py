@@ -41,12 +41,12 @@ def _decode(cls: Any, data: bytes | None, version: int | None, **kwargs: Any) ->
 
 
 class ZkWatcher:
-    def __init__(self, zk: ZkClient, tzk: TwistedZk, model: ClusterModel,
+    def __init__(self, zk: ZkClient, deferred_zk: TwistedZk, model: ClusterModel,
                  on_changes: Callable[[list[Change]], Any],
                  on_owners_changed: Callable[[str], Any],
                  on_synced: Callable[[], Any] = lambda: None):
         self._zk = zk
-        self._tzk = tzk
+        self._tzk = deferred_zk
         self.model = model
         self._on_changes = on_changes
         self._on_owners_changed = on_owners_changed

@@ -60,12 +60,12 @@ class _Event:
 
 
 class Controller:
-    def __init__(self, broker_id: int, zk, tzk, reactor, config, on_epoch=None,
+    def __init__(self, broker_id: int, zk, deferred_zk, reactor, config, on_epoch=None,
                  channel_manager_factory=ControllerChannelManager):
         self.broker_id = broker_id
         self.zk = zk            # blocking ZkClient (the /controller watch)
-        self.tzk = tzk          # TwistedZk: the same calls as Deferreds
-        self.controller_zk = ControllerZk(tzk, self.fence, lambda: self._generation)
+        self.deferred_zk = deferred_zk          # TwistedZk: the same calls as Deferreds
+        self.controller_zk = ControllerZk(deferred_zk, self.fence, lambda: self._generation)
         self.reactor = reactor
         self.config = config
         self.on_epoch = on_epoch

@@ -35,8 +35,8 @@ class ControllerZk:
     is. An answer that arrives after the term ended fails with ControllerMovedError, so an event
     that was under way when the controller resigned or stopped goes no further."""
 
-    def __init__(self, tzk, fence: Callable[[], int], term: Callable[[], int]):
-        self._tzk = tzk
+    def __init__(self, deferred_zk, fence: Callable[[], int], term: Callable[[], int]):
+        self._tzk = deferred_zk
         self.fence = fence
         self._term = term
 

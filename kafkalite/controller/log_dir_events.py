@@ -50,13 +50,13 @@ class LogDirEvents:
         if not children:
             return
         c = self.controller
-        notes = yield c.tzk.run(get_log_dir_event_notifications, c.zk)
+        notes = yield c.deferred_zk.run(get_log_dir_event_notifications, c.zk)
         brokers = sorted({note.broker_id for note in notes.values()})
         try:
             if brokers:
                 self.on_broker_log_dir_failure(brokers)
         finally:
-            yield c.tzk.run(delete_log_dir_event_notifications, c.zk, list(notes), c.fence())
+            yield c.deferred_zk.run(delete_log_dir_event_notifications, c.zk, list(notes), c.fence())
 
     def on_broker_log_dir_failure(self, brokers) -> None:
         """Ask each broker (LeaderAndIsr of all its replicas) which of them are offline; the

@@ -50,7 +50,7 @@ class OffsetsLogStore:
     """Reads and writes ``__consumer_offsets`` for the broker's GroupCoordinator.
 
     ``broker`` needs: ``config`` (BrokerConfig), ``reactor``, ``clock_ms()``,
-    ``replica_manager``, ``metadata_cache`` and ``tzk`` (for ``ensure_topic``).
+    ``replica_manager``, ``metadata_cache`` and ``deferred_zk`` (for ``ensure_topic``).
     """
 
     def __init__(self, broker):
@@ -170,11 +170,11 @@ class OffsetsLogStore:
                 waiter.callback(None)
 
     async def _create_topic(self) -> None:
-        tzk = self.broker.tzk
-        if await tzk.topic_exists(OFFSETS_TOPIC):
+        deferred_zk = self.broker.deferred_zk
+        if await deferred_zk.topic_exists(OFFSETS_TOPIC):
             return
         config = self.broker.config
-        live = sorted(self.broker.metadata_cache.brokers) or sorted(await tzk.get_broker_ids())
+        live = sorted(self.broker.metadata_cache.brokers) or sorted(await deferred_zk.get_broker_ids())
         if not live:
             raise errors.CoordinatorNotAvailableError(
                 f"no live brokers to hold {OFFSETS_TOPIC}")
@@ -194,7 +194,7 @@ class OffsetsLogStore:
         log.info("creating %s: %d partition(s), replication factor %d, %s", OFFSETS_TOPIC,
                  partitions, replication, topic_config)
         try:
-            await tzk.create_topic(OFFSETS_TOPIC, assignment, topic_config)
+            await deferred_zk.create_topic(OFFSETS_TOPIC, assignment, topic_config)
         except errors.TopicAlreadyExistsError:
             pass   # another broker created it first
 

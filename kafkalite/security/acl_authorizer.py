@@ -85,11 +85,11 @@ def update_pattern(store: AclZkStore, pattern: ResourcePattern,
 
 
 class AclAuthorizer:
-    """The broker's authorizer. ``tzk`` is the broker's TwistedZk; ``store`` its AclZkStore."""
+    """The broker's authorizer. ``deferred_zk`` is the broker's TwistedZk; ``store`` its AclZkStore."""
 
-    def __init__(self, settings: AuthorizerSettings, tzk, store: AclZkStore, now_ms=None):
+    def __init__(self, settings: AuthorizerSettings, deferred_zk, store: AclZkStore, now_ms=None):
         self.settings = settings
-        self.tzk = tzk
+        self.deferred_zk = deferred_zk
         self.store = store
         self.snapshot = AclSnapshot()
         self._now_ms = now_ms
@@ -122,12 +122,12 @@ class AclAuthorizer:
     @defer.inlineCallbacks
     def start(self, zk):
         """Create the paths, watch for changes, load everything (Kafka's order)."""
-        yield self.tzk.run(self.store.create_acl_paths)
+        yield self.deferred_zk.run(self.store.create_acl_paths)
         for kind in s_acls.PATTERN_TYPES:
             self._watches.append(zk.watch_children(
                 s_acls.change_path(kind), lambda children, kind=kind: self._changed(kind,
                                                                                    children)))
-        loaded = yield self.tzk.run(self.store.load_all,
+        loaded = yield self.deferred_zk.run(self.store.load_all,
                                     lambda path, exc: log.warning("ignoring %s: %s", path, exc))
         acls = {}
         for (kind, rtype, name), stored in loaded.items():
@@ -156,7 +156,7 @@ class AclAuthorizer:
             self._again[kind] = list(children or [])
             return
         self._busy[kind] = True
-        d = self.tzk.run(self._read_new_changes, kind, list(children or []))
+        d = self.deferred_zk.run(self._read_new_changes, kind, list(children or []))
         d.addCallback(self._apply_changes, kind)
         d.addErrback(lambda f: log.warning("processing ACL change notifications failed: %s",
                                            f.getErrorMessage()))
@@ -217,7 +217,7 @@ class AclAuthorizer:
 
         def one(pattern, indexes):
             new = {bindings[i].entry for i in indexes}
-            d = self.tzk.run(update_pattern, self.store, pattern, lambda cur: cur | new)
+            d = self.deferred_zk.run(update_pattern, self.store, pattern, lambda cur: cur | new)
 
             def written(entries):
                 self.snapshot = self.snapshot.updated(pattern, entries)
@@ -255,7 +255,7 @@ class AclAuthorizer:
                         if filters[i].entry_filter.matches(entry):
                             removed.setdefault(entry, i)
                 return current - set(removed)
-            d = self.tzk.run(update_pattern, self.store, pattern, change)
+            d = self.deferred_zk.run(update_pattern, self.store, pattern, change)
 
             def written(entries):
                 self.snapshot = self.snapshot.updated(pattern, entries)

@@ -68,7 +68,7 @@ class BrokerService(service.MultiService):
         self.broker_epoch = -1
         self.port: int | None = None
         self.zk: ZkClient | None = None
-        self.tzk: TwistedZk | None = None
+        self.deferred_zk: TwistedZk | None = None
         self.topic_defaults = config.topic_defaults()
         self.log_manager = LogManager.from_broker_config(config, reactor, self.clock_ms)
         self.metadata_cache = MetadataCache(self.broker_id)
@@ -90,7 +90,7 @@ class BrokerService(service.MultiService):
         self.security = BrokerSecurity(config)
         self.fetchers = ReplicaFetcherManager(self)
         self.controller_requests = ControllerRequestGate(
-            lambda: read_controller_identity(self.tzk), lambda: self.broker_epoch,
+            lambda: read_controller_identity(self.deferred_zk), lambda: self.broker_epoch,
             self._registered_broker_epoch)
         # admin answers that wait for UpdateMetadata (CreateTopics, DeleteTopics, ...)
         self.metadata_waits = MetadataWaits(reactor)
@@ -133,13 +133,13 @@ class BrokerService(service.MultiService):
                                    connection_timeout_s=config.zk_connection_timeout_ms / 1000.0,
                                    digest=config.zookeeper_auth_digest,
                                    set_acl=config.zookeeper_set_acl)
-        self.tzk = TwistedZk(self.zk, self.reactor)
-        await self.tzk.run(self.zk.start)
+        self.deferred_zk = TwistedZk(self.zk, self.reactor)
+        await self.deferred_zk.run(self.zk.start)
         self.zk.add_state_listener(self._on_zk_state)
-        await self.tzk.ensure_persistent_paths()
-        await self.tzk.run(secure_persistent_paths, self.zk, config.zookeeper_set_acl)
-        self.cluster_id = await self.tzk.get_or_create_cluster_id()
-        await self.security.start(self.zk, self.tzk)
+        await self.deferred_zk.ensure_persistent_paths()
+        await self.deferred_zk.run(secure_persistent_paths, self.zk, config.zookeeper_set_acl)
+        self.cluster_id = await self.deferred_zk.get_or_create_cluster_id()
+        await self.security.start(self.zk, self.deferred_zk)
         # dynamic broker configs (/config/brokers/<default>, /config/brokers/<id>) before the
         # logs load, so that their topic defaults apply from the start (Kafka's order)
         try:
@@ -156,7 +156,7 @@ class BrokerService(service.MultiService):
         self._bind_listeners()
         await self._register()
         self.controller = Controller(
-            self.broker_id, self.zk, self.tzk, self.reactor, self.config,
+            self.broker_id, self.zk, self.deferred_zk, self.reactor, self.config,
             channel_manager_factory=partial(ControllerChannelManager,
                                             connect=self.security.controller_connect))
         self.controller.start()
@@ -205,7 +205,7 @@ class BrokerService(service.MultiService):
         warned = False
         while True:
             try:
-                self.broker_epoch = await self.tzk.register_broker(self.registration())
+                self.broker_epoch = await self.deferred_zk.register_broker(self.registration())
                 self._registered = True
                 log.info("broker %d registered at /brokers/ids/%d (broker epoch %d)",
                          self.broker_id, self.broker_id, self.broker_epoch)
@@ -247,7 +247,7 @@ class BrokerService(service.MultiService):
 
     # --- controller requests --------------------------------------------------------------------
     def _registered_broker_epoch(self) -> defer.Deferred:
-        d = self.tzk.get_broker(self.broker_id)
+        d = self.deferred_zk.get_broker(self.broker_id)
         return d.addCallback(lambda registration: registration and registration.broker_epoch)
 
     def apply_leader_and_isr(self, request: m.LeaderAndIsrRequest):
@@ -262,7 +262,7 @@ class BrokerService(service.MultiService):
 
     @defer.inlineCallbacks
     def _load_topic_config(self, topic: str):
-        overrides = yield self.tzk.get_topic_config(topic)
+        overrides = yield self.deferred_zk.get_topic_config(topic)
         try:
             config = self.topic_defaults.with_overrides(overrides)
         except errors.ConfigError as exc:
@@ -307,7 +307,7 @@ class BrokerService(service.MultiService):
                                          partition.controller_epoch, tuple(new_isr))
         tp = partition.tp
         expected = partition.zk_version
-        d = self.tzk.set_partition_state(tp[0], tp[1], state, expected)
+        d = self.deferred_zk.set_partition_state(tp[0], tp[1], state, expected)
 
         def written(new_version):
             current = self.replica_manager.partitions.get(tp)
@@ -323,10 +323,10 @@ class BrokerService(service.MultiService):
         d.addCallbacks(written, failed)
 
     def _flush_isr_notifications(self):
-        if not self._pending_isr_notifications or self.tzk is None:
+        if not self._pending_isr_notifications or self.deferred_zk is None:
             return
         tps, self._pending_isr_notifications = sorted(self._pending_isr_notifications), set()
-        return self.tzk.create_isr_change_notification(tps).addErrback(
+        return self.deferred_zk.create_isr_change_notification(tps).addErrback(
             lambda f: log.warning("ISR change notification failed: %s", f.getErrorMessage()))
 
     def _checkpoint_high_watermarks(self) -> None:
@@ -339,7 +339,7 @@ class BrokerService(service.MultiService):
         def claimed(block):
             self._producer_ids = list(range(block.block_start, block.block_end + 1))
             return self._producer_ids.pop(0)
-        return self.tzk.claim_producer_id_block(self.broker_id).addCallback(claimed)
+        return self.deferred_zk.claim_producer_id_block(self.broker_id).addCallback(claimed)
 
     # --- shutdown -------------------------------------------------------------------------------
     def stopService(self):
@@ -376,7 +376,7 @@ class BrokerService(service.MultiService):
         except errors.KafkaError as exc:
             log.warning("high watermark checkpoint at shutdown failed: %s", exc)
         if self.zk is not None:
-            await self.tzk.run(self.zk.stop)
+            await self.deferred_zk.run(self.zk.stop)
         await defer.maybeDeferred(self.log_manager.stopService)
         await super().stopService()
         log.info("broker %d stopped cleanly", self.broker_id)

@@ -73,12 +73,12 @@ class BrokerSecurity:
 
     # --- ZooKeeper-backed parts -----------------------------------------------------------------
     @defer.inlineCallbacks
-    def start(self, zk, tzk):
+    def start(self, zk, deferred_zk):
         """Load the SCRAM credentials and keep them current; start the authorizer."""
-        self._tzk = tzk
+        self._tzk = deferred_zk
         store = UserConfigZkStore(zk)
         if any(sec.uses_sasl for sec in self.listeners.values()):
-            configs = yield tzk.run(self.credentials.refresh, store)
+            configs = yield deferred_zk.run(self.credentials.refresh, store)
             self.credentials.replace_all(configs)
             self._config_watch = zk.watch_children(zk_schema.CONFIG_CHANGES_PATH,
                                                    lambda _children: self._reload(store))
@@ -86,7 +86,7 @@ class BrokerSecurity:
         if self._authorizer_wanted:
             settings = AuthorizerSettings(parse_super_users(self.config.super_users),
                                           self.config.allow_everyone_if_no_acl_found)
-            self.authorizer = AclAuthorizer(settings, tzk, AclZkStore(zk))
+            self.authorizer = AclAuthorizer(settings, deferred_zk, AclZkStore(zk))
             yield self.authorizer.start(zk)
 
     def _reload(self, store) -> None:

@@ -12,7 +12,7 @@ in ``kafkalite.config``.
   REPLACES the topic's overrides) and ``incremental_alter_configs(broker, resources,
   validate_only)`` (SET / DELETE / APPEND / SUBTRACT per key) return a Deferred firing with
   ``[(resource_type, resource_name, error_code, error_message)]`` in request order. A topic's
-  new overrides are written with ``tzk.set_topic_config``, whose ``/config/changes``
+  new overrides are written with ``deferred_zk.set_topic_config``, whose ``/config/changes``
   notification makes every broker reload the topic's config (``BrokerService._on_config_change``).
 
 What DescribeConfigs lists, with which types, values and synonyms, is
@@ -162,7 +162,7 @@ def describe_configs(broker, resources, include_synonyms: bool = False,
                     out.append(DescribedResource(errors.UnknownTopicOrPartitionError.code, None,
                                                  resource_type, name, []))
                     continue
-                overrides = yield broker.tzk.get_topic_config(name)
+                overrides = yield broker.deferred_zk.get_topic_config(name)
                 layers = _broker_layers(broker)
                 configs = describe_topic_config(layers.static, overrides, keys,
                                                 include_synonyms, include_documentation, layers)
@@ -307,7 +307,7 @@ def _write_topic(broker, topic: str, overrides: dict[str, str], validate_only: b
     validate_topic_overrides(broker.config, overrides, topic)
     if not validate_only:
         log.info("topic %s: config overrides now %s", topic, overrides)
-        yield broker.tzk.set_topic_config(topic, overrides)
+        yield broker.deferred_zk.set_topic_config(topic, overrides)
 
 
 def _answer(resource_type, name, exc: BaseException | None):
@@ -358,7 +358,7 @@ def incremental_alter_configs(broker, resources, validate_only: bool = False):
         try:
             if resource_type == RESOURCE_TOPIC:
                 _check_topic(broker, name)
-                current = yield broker.tzk.get_topic_config(name)
+                current = yield broker.deferred_zk.get_topic_config(name)
                 overrides = apply_incremental(current, ops, broker.config)
                 yield _write_topic(broker, name, overrides, validate_only)
             elif resource_type == RESOURCE_BROKER:

@@ -132,14 +132,14 @@ class ControllerRequestGate:
 
 
 @defer.inlineCallbacks
-def read_controller_identity(tzk):
+def read_controller_identity(deferred_zk):
     """The controller and its epoch from ZooKeeper as one pair. The election creates
     ``/controller`` and bumps ``/controller_epoch`` in one transaction, so an epoch read before
     and after ``/controller`` that has not moved belongs to that controller."""
     for _ in range(IDENTITY_READ_ATTEMPTS):
-        before = yield tzk.get_controller_epoch()
-        controller_id = yield tzk.get_controller_id()
-        after = yield tzk.get_controller_epoch()
+        before = yield deferred_zk.get_controller_epoch()
+        controller_id = yield deferred_zk.get_controller_id()
+        after = yield deferred_zk.get_controller_epoch()
         if controller_id is None or before is None or after is None:
             return None
         if before.epoch == after.epoch:

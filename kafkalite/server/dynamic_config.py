@@ -57,9 +57,9 @@ class BrokerDynamicConfig:
 
     @defer.inlineCallbacks
     def _reload(self):
-        tzk = self.broker.tzk
-        default = yield tzk.get_broker_config(None)
-        own = yield tzk.get_broker_config(self.broker.broker_id)
+        deferred_zk = self.broker.deferred_zk
+        default = yield deferred_zk.get_broker_config(None)
+        own = yield deferred_zk.get_broker_config(self.broker.broker_id)
         raw = (dict(default), dict(own))
         if raw == self._raw:
             return False
@@ -121,7 +121,7 @@ def _write(broker, name: str, broker_id: int | None, configs: dict[str, str],
         return
     level = f"broker {broker_id}" if broker_id is not None else "brokers (cluster default)"
     log.info("updating %s with new configuration: %s", level, configs)
-    yield broker.tzk.set_broker_config(broker_id, configs)
+    yield broker.deferred_zk.set_broker_config(broker_id, configs)
 
 
 def alter_broker(broker, name: str, configs: Mapping[str, str], validate_only: bool):
@@ -167,7 +167,7 @@ def incremental_alter_broker(broker, name: str, ops, validate_only: bool):
     """Kafka's IncrementalAlterConfigs of a broker resource (duplicate keys and null values
     already refused by the caller). Deferred; fails with a KafkaError to answer."""
     broker_id = _broker_id(broker, name)
-    stored = yield broker.tzk.get_broker_config(broker_id)
+    stored = yield broker.deferred_zk.get_broker_config(broker_id)
     per_broker = broker_id is not None
     current = {}
     for key, value in stored.items():     # Kafka's fromPersistentProps: drop invalid entries

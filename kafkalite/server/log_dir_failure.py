@@ -54,7 +54,7 @@ class LogDirFailureHandler:
     def for_broker(cls, broker) -> "LogDirFailureHandler":
         """The handler of a BrokerService (its log manager's channel, its ZooKeeper session)."""
         def announce() -> defer.Deferred:
-            return broker.tzk.run(create_log_dir_event_notification, broker.zk,
+            return broker.deferred_zk.run(create_log_dir_event_notification, broker.zk,
                                   broker.broker_id)
         return cls(broker.log_manager.failure_channel, broker.replica_manager, announce,
                    broker.reactor)

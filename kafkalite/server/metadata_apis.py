@@ -115,6 +115,6 @@ def auto_create_topic(broker, name: str) -> None:
         return
     log.info("auto-creating topic %s with %d partition(s), replication factor %d", name,
              config.num_partitions, rf)
-    d = broker.tzk.create_topic(name, assignment, {})
+    d = broker.deferred_zk.create_topic(name, assignment, {})
     d.addErrback(lambda f: f.trap(errors.TopicAlreadyExistsError) and None)
     d.addErrback(lambda f: log.warning("auto-create of %s failed: %s", name, f.value))

@@ -58,28 +58,28 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
                     f"{assignments!r}") from None
         if not metadata.contains(topic):
             raise errors.UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
-        marked = await broker.tzk.topics_marked_for_deletion()
+        marked = await broker.deferred_zk.topics_marked_for_deletion()
         if topic in marked:
             raise errors.InvalidTopicError(f"The topic '{topic}' is queued for deletion.")
         live = set(metadata.brokers)
         # check on the cached view first; the decision below is made on ZooKeeper's
         assign_new_partitions(topic, _cached_assignment(metadata, topic), count, live,
                               assignments)
-        reassigning = await broker.tzk.get_partition_reassignments()
+        reassigning = await broker.deferred_zk.get_partition_reassignments()
         moving = sorted(p for t, p in reassigning if t == topic)
         if moving:
             raise errors.ReassignmentInProgressError(
                 f"A partition reassignment is in progress for topic '{topic}' (partitions "
                 f"{', '.join(map(str, moving))}); add partitions once it has finished.")
         for attempt in range(WRITE_ATTEMPTS):
-            current = await broker.tzk.get_topic_assignment(topic)
+            current = await broker.deferred_zk.get_topic_assignment(topic)
             if current is None:
                 raise errors.UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
             added = assign_new_partitions(topic, current.partitions, count, live, assignments)
             if validate_only:
                 return (errors.NONE, None)
             try:
-                await broker.tzk.add_partitions(topic, added, current.zk_version)
+                await broker.deferred_zk.add_partitions(topic, added, current.zk_version)
             except ZkBadVersionError:
                 if attempt + 1 == WRITE_ATTEMPTS:
                     raise errors.UnknownServerError(

@@ -91,7 +91,7 @@ async def _create_topics(broker, topics, timeout_ms, validate_only, authz):
     for i, topic, describable in asked:
         try:
             if known is None:
-                known = set((await broker.tzk.list_topics()) or ())
+                known = set((await broker.deferred_zk.list_topics()) or ())
             assignment = _check(broker, topic, known)
             overrides = dict(topic.configs)
             configs = ()
@@ -100,7 +100,7 @@ async def _create_topics(broker, topics, timeout_ms, validate_only, authz):
                 configs = tuple(describe_topic_config(layers.static, overrides, None,
                                                       dynamic=layers))
             if not validate_only:
-                await broker.tzk.create_topic(topic.name, assignment, overrides)
+                await broker.deferred_zk.create_topic(topic.name, assignment, overrides)
                 created.append(topic.name)
             known.add(topic.name)
             outcomes[i] = TopicOutcome(topic.name, errors.NONE, None, len(assignment),

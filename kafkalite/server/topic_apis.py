@@ -93,7 +93,7 @@ async def _delete_topics(broker, ctx, request: m.DeleteTopicsRequest) -> m.Delet
         if outcome[0] != errors.NONE or name in marked:
             continue
         try:
-            await broker.tzk.mark_topic_for_deletion(name)
+            await broker.deferred_zk.mark_topic_for_deletion(name)
         except Exception as exc:  # noqa: BLE001 - answered per topic
             if not isinstance(exc, errors.KafkaError):
                 log.error("marking topic %s for deletion failed", name, exc_info=exc)

@@ -2,7 +2,7 @@
 reads), as blocking operations on a :class:`~kafkalite.zk.client.ZkClient`.
 
 They live beside ``client.py`` rather than in it; call them through the bridge from the reactor:
-``tzk.run(create_log_dir_event_notification, zk, broker_id)``.
+``deferred_zk.run(create_log_dir_event_notification, zk, broker_id)``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
 ``TwistedZk(zk, reactor)`` runs :class:`~kafkalite.zk.client.ZkClient` methods on a small dedicated
 thread pool and fires the Deferred on the reactor thread::
 
-    tzk = TwistedZk(zk, reactor)
-    d = tzk.get_partition_state("t", 0)          # any ZkClient method, same arguments
-    d = tzk.run(zk.create_topic, "t", {0: [1]})  # or any blocking callable
+    deferred_zk = TwistedZk(zk, reactor)
+    d = deferred_zk.get_partition_state("t", 0)          # any ZkClient method, same arguments
+    d = deferred_zk.run(zk.create_topic, "t", {0: [1]})  # or any blocking callable
 
 Errors arrive as the same kafkalite exceptions the blocking call raises. Watch and session callbacks
 do not go through here: ZkClient already delivers them on the reactor when it was given one.

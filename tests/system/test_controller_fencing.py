@@ -38,8 +38,8 @@ def test_deposed_controller_is_fenced(reactor, zk_connect, zk_expire, kafkalite_
     config = BrokerConfig.from_dict({"broker.id": "100", "zookeeper.connect": zk_connect,
                                      "auto.leader.rebalance.enable": "false"})
     zk = ZkClient(zk_connect, session_timeout_ms=4000, reactor=reactor).start()
-    tzk = TwistedZk(zk, reactor)
-    controller = Controller(100, zk, tzk, reactor, config)
+    deferred_zk = TwistedZk(zk, reactor)
+    controller = Controller(100, zk, deferred_zk, reactor, config)
     zk.add_state_listener(lambda state: state == ZkState.LOST and controller.session_lost())
     threads.blockingCallFromThread(reactor, controller.start)
     wait_until(lambda: controller.is_active, 30, "the in-process controller to win")
@@ -84,5 +84,5 @@ def test_deposed_controller_is_fenced(reactor, zk_connect, zk_expire, kafkalite_
     assert cluster.leader_of("fenced", 0) == before.leader
     controller.is_active = False
     threads.blockingCallFromThread(reactor, controller.stop)
-    tzk.stop()
+    deferred_zk.stop()
     zk.stop()

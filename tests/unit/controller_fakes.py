@@ -365,12 +365,12 @@ class ControllerHarness:
         from kafkalite.controller.controller import Controller
 
         zk = InMemoryZk(self.tree, session_id=broker_id)
-        tzk = DeferredZk(zk)
-        controller = Controller(broker_id, zk, tzk, self.clock, self.config,
+        deferred_zk = DeferredZk(zk)
+        controller = Controller(broker_id, zk, deferred_zk, self.clock, self.config,
                                 channel_manager_factory=RecordingChannels)
         controller.start()
         self.settle()
-        return controller, tzk
+        return controller, deferred_zk
 
     def settle(self, rounds: int = 100) -> None:
         """Deliver everything due now (watch callbacks), until nothing is left."""

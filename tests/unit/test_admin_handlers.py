@@ -95,7 +95,7 @@ def _broker(authorizer=None, active=True):
     reactor = Clock()
     return SimpleNamespace(
         broker_id=1, config=config, topic_defaults=config.topic_defaults(), reactor=reactor,
-        metadata_cache=cache, cluster_id="c", tzk=FakeTzk({"orders", "secret"}),
+        metadata_cache=cache, cluster_id="c", deferred_zk=FakeTzk({"orders", "secret"}),
         controller=SimpleNamespace(is_active=active), dynamic_config=None,
         replica_manager=SimpleNamespace(partitions={}), metadata_waits=MetadataWaits(reactor),
         security=SimpleNamespace(authorizer=authorizer))
@@ -141,7 +141,7 @@ def test_create_topics_served_and_refused_per_topic(protocol):
     assert (fresh.num_partitions, fresh.replication_factor) == (2, 1)
     assert {c.name for c in fresh.configs} >= {"retention.ms", "cleanup.policy"}
     assert (secret.num_partitions, secret.topic_config_error_code) == (-1, DENIED)
-    assert broker.tzk.created == []          # validate_only
+    assert broker.deferred_zk.created == []          # validate_only
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -160,7 +160,7 @@ def test_delete_topics_served_and_refused_per_topic(protocol):
     native = m.DeleteTopicsRequest(topic_names=["orders", "secret", "none"], timeout_ms=0)
     answer = _call(broker, protocol, 20, 6, body, native)
     assert _codes(answer.responses) == [("orders", 0), ("secret", DENIED), ("none", 3)]
-    assert broker.tzk.marked == ["orders"]
+    assert broker.deferred_zk.marked == ["orders"]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -274,7 +274,7 @@ def test_alter_configs_served_and_refused_per_resource(protocol):
     answer = _call(broker, protocol, 33, 2, body, native)
     assert [(r.resource_name, int(r.error_code), r.error_message) for r in answer.responses] == [
         ("secret", DENIED, None), ("orders", 0, None)]
-    assert broker.tzk.configs_written == [("orders", {"retention.ms": "1000"})]
+    assert broker.deferred_zk.configs_written == [("orders", {"retention.ms": "1000"})]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -289,7 +289,7 @@ def test_incremental_alter_configs_served_and_refused_per_resource(protocol):
     answer = _call(broker, protocol, 44, 1, body, native)
     assert [(r.resource_name, int(r.error_code)) for r in answer.responses] == [
         ("orders", 0), ("secret", DENIED)]
-    assert broker.tzk.configs_written == [
+    assert broker.deferred_zk.configs_written == [
         ("orders", {"retention.ms": "3600000", "segment.ms": "60000"})]
 
 

@@ -225,15 +225,15 @@ def test_invalid_transitions_are_refused_and_logged(caplog):
 def test_events_after_stop_are_dropped_quietly(caplog):
     h = ControllerHarness(brokers=(1, 2, 3))
     h.admin.create_topic("t", {0: [1, 2]})
-    controller, tzk = h.controller(1)
-    tzk.hold("get_brokers")                   # the broker change is under way at stop()
+    controller, deferred_zk = h.controller(1)
+    deferred_zk.hold("get_brokers")                   # the broker change is under way at stop()
     h.kill_broker(2)
     h.settle()
-    assert tzk.held
+    assert deferred_zk.held
     h.kill_broker(3)                          # ... and another one is queued behind it
     with caplog.at_level(logging.DEBUG, logger="kafkalite.controller"):
         stopped = controller.stop()
-        tzk.release()
+        deferred_zk.release()
         h.settle()
     assert stopped.called and not controller.is_active
     assert h.admin.get_controller_id() is None               # it gave /controller back

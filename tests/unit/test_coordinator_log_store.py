@@ -75,7 +75,7 @@ class Broker:
             leadership_callback=lambda tp, leader, epoch: self.roles.append((tp, leader, epoch)))
         self.replica_manager.start()
         self.metadata_cache = MetadataCache(broker_id)
-        self.tzk = FakeTzk()
+        self.deferred_zk = FakeTzk()
         self.store = OffsetsLogStore(self)
 
     def clock_ms(self):
@@ -397,7 +397,7 @@ def test_ensure_topic_with_fewer_live_brokers_than_the_replication_factor_warns(
     broker = Broker(tmp_path, offsets_topic_num_partitions=50)
     with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.log_store"):
         assert now(broker.store.ensure_topic()) is None
-    [(topic, assignment, config)] = broker.tzk.created
+    [(topic, assignment, config)] = broker.deferred_zk.created
     assert topic == OFFSETS_TOPIC
     assert sorted(assignment) == list(range(50))
     assert all(replicas == [1] for replicas in assignment.values())
@@ -413,7 +413,7 @@ def test_ensure_topic_uses_the_replication_factor_when_enough_brokers_live(tmp_p
         live_brokers=[m.UpdateMetadataBroker(b, "h", 9092) for b in (1, 2, 3, 4)]))
     with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.log_store"):
         now(broker.store.ensure_topic())
-    [(_topic, assignment, config)] = broker.tzk.created
+    [(_topic, assignment, config)] = broker.deferred_zk.created
     assert len(assignment) == 4 and all(len(set(r)) == 3 for r in assignment.values())
     assert config["segment.bytes"] == str(1 << 20)
     assert "offsets.topic.replication.factor" not in caplog.text
@@ -421,31 +421,31 @@ def test_ensure_topic_uses_the_replication_factor_when_enough_brokers_live(tmp_p
 
 def test_ensure_topic_does_nothing_when_the_topic_exists(tmp_path):
     broker = Broker(tmp_path)
-    broker.tzk.exists = True
+    broker.deferred_zk.exists = True
     assert now(broker.store.ensure_topic()) is None
-    assert broker.tzk.created == []
+    assert broker.deferred_zk.created == []
     broker.metadata_cache.update(m.UpdateMetadataRequest(
         controller_id=1, controller_epoch=1, live_brokers=[m.UpdateMetadataBroker(1, "h", 1)],
         partition_states=[m.UpdateMetadataPartitionState(OFFSETS_TOPIC, 0, 1, 1, 0, [1], 0,
                                                          [1], [])]))
-    broker.tzk.exists = False
+    broker.deferred_zk.exists = False
     assert now(broker.store.ensure_topic()) is None       # known from metadata: no ZooKeeper
-    assert broker.tzk.created == []
+    assert broker.deferred_zk.created == []
 
 
 def test_concurrent_ensure_topic_calls_share_one_creation(tmp_path):
     broker = Broker(tmp_path)
-    broker.tzk.hold = defer.Deferred()
+    broker.deferred_zk.hold = defer.Deferred()
     first, second = broker.store.ensure_topic(), broker.store.ensure_topic()
-    assert now(first) is None and now(second) is None and len(broker.tzk.created) == 1
-    broker.tzk.hold.errback(errors.TopicAlreadyExistsError("raced"))   # another broker won
+    assert now(first) is None and now(second) is None and len(broker.deferred_zk.created) == 1
+    broker.deferred_zk.hold.errback(errors.TopicAlreadyExistsError("raced"))   # another broker won
     assert now(first) is None and now(second) is None
     assert first.called and second.called
 
 
 def test_ensure_topic_fails_without_live_brokers(tmp_path):
     broker = Broker(tmp_path)
-    broker.tzk.broker_ids = []
+    broker.deferred_zk.broker_ids = []
     with pytest.raises(errors.CoordinatorNotAvailableError):
         now(broker.store.ensure_topic())
 

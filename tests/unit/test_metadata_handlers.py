@@ -99,7 +99,7 @@ def _broker(authorizer=None, auto_create=True):
         config=SimpleNamespace(auto_create_topics_enable=auto_create, num_partitions=2,
                                default_replication_factor=3),
         metadata_cache=cache, cluster_id="cluster-1", replica_manager=_Replicas(),
-        tzk=SimpleNamespace(create_topic=create_topic), created=created,
+        deferred_zk=SimpleNamespace(create_topic=create_topic), created=created,
         allocate_producer_id=lambda: defer.succeed(next(producer_ids)),
         security=None if authorizer is None else SimpleNamespace(authorizer=authorizer))
 

@@ -50,7 +50,7 @@ class FakeBroker:
         self.config = BrokerConfig.from_dict(values)
         self.broker_id = self.config.broker_id
         self.metadata_cache = FakeMetadata(["t", "u"])
-        self.tzk = FakeZk({"t": dict(overrides or {})})
+        self.deferred_zk = FakeZk({"t": dict(overrides or {})})
 
 
 def result(d):
@@ -228,7 +228,7 @@ def test_alter_configs_replaces_the_overrides():
     broker = FakeBroker({"retention.ms": "1000"})
     out = result(ca.alter_configs(broker, [(TOPIC, "t", {"cleanup.policy": "compact"})], False))
     assert out == [(TOPIC, "t", 0, None)]
-    assert broker.tzk.writes == [("t", {"cleanup.policy": "compact"})]
+    assert broker.deferred_zk.writes == [("t", {"cleanup.policy": "compact"})]
 
 
 def test_alter_configs_validates_and_answers_per_resource():
@@ -262,7 +262,7 @@ def test_alter_configs_validates_and_answers_per_resource():
                         "Cannot update these configs dynamically: Set(log.retention.hours)")
     assert codes[6][0] == errors.InvalidRequestError.code
     assert codes[7] == (0, None)
-    assert broker.tzk.writes == []                        # validate_only writes nothing
+    assert broker.deferred_zk.writes == []                        # validate_only writes nothing
 
 
 # --- IncrementalAlterConfigs ---------------------------------------------------------------------
@@ -273,10 +273,10 @@ def test_incremental_set_delete_append_subtract():
         ("retention.ms", ca.OP_SET, "2000"), ("segment.bytes", ca.OP_DELETE, None),
         ("cleanup.policy", ca.OP_APPEND, "compact")])], False))
     assert out == [(TOPIC, "t", 0, None)]
-    assert broker.tzk.configs["t"] == {"retention.ms": "2000", "cleanup.policy": "delete,compact"}
+    assert broker.deferred_zk.configs["t"] == {"retention.ms": "2000", "cleanup.policy": "delete,compact"}
     result(ca.incremental_alter_configs(broker, [(TOPIC, "t", [
         ("cleanup.policy", ca.OP_SUBTRACT, "delete")])], False))
-    assert broker.tzk.configs["t"]["cleanup.policy"] == "compact"
+    assert broker.deferred_zk.configs["t"]["cleanup.policy"] == "compact"
 
 
 def test_apply_incremental_rules():
@@ -317,7 +317,7 @@ def test_incremental_errors_and_brokers():
     assert out[0][3].endswith(": Invalid value -5 for configuration retention.ms: Value must "
                               "be at least -1")
     assert out[2][3].endswith("Cannot update these configs dynamically: Set(log.retention.hours)")
-    assert broker.tzk.writes == []
+    assert broker.deferred_zk.writes == []
 
 
 def test_incremental_broker_logger_levels():

@@ -127,8 +127,8 @@ class FakeTzk:
 
 def test_identity_is_read_as_one_consistent_pair():
     # the controller moved between the first epoch read and /controller: read again
-    tzk = FakeTzk(epochs=[4, 5, 5, 5], controllers=[2, 2])
-    assert read_controller_identity(tzk).result == ControllerIdentity(2, 5)
+    deferred_zk = FakeTzk(epochs=[4, 5, 5, 5], controllers=[2, 2])
+    assert read_controller_identity(deferred_zk).result == ControllerIdentity(2, 5)
     assert read_controller_identity(FakeTzk([None, None], [None])).result is None
     moving = FakeTzk(epochs=[1, 2, 3, 4, 5, 6], controllers=[1, 2, 3])
     failure = read_controller_identity(moving)

@@ -46,7 +46,7 @@ class FakeBroker:
                                               "zookeeper.connect": "127.0.0.1:2181/x",
                                               "log.retention.hours": "5"})
         self.broker_id = 1
-        self.tzk = FakeZk()
+        self.deferred_zk = FakeZk()
         self.topic_defaults = self.config.topic_defaults()
         self.log_manager = FakeLogManager()
         self.controller = FakeController()
@@ -75,7 +75,7 @@ def test_incremental_alter_writes_the_level_and_refuses_as_kafka():
         (BROKER, "1", [("log.retention.ms", ca.OP_SET, None)]),
     ], False))
     assert out[:2] == [(BROKER, "1", 0, None), (BROKER, "", 0, None)]
-    assert broker.tzk.brokers == {
+    assert broker.deferred_zk.brokers == {
         1: {"log.retention.ms": "1000", "log.cleanup.policy": "delete,compact"},
         None: {"message.max.bytes": "2000000"}}
     invalid = errors.InvalidRequestError.code
@@ -88,23 +88,23 @@ def test_incremental_alter_writes_the_level_and_refuses_as_kafka():
                           "type=BROKER, name=''): Cannot update these configs at default "
                           "cluster level, broker id must be specified: Set(listeners)")
     assert out[6][2] == invalid and "Null value" in out[6][3]
-    assert len(broker.tzk.writes) == 2
+    assert len(broker.deferred_zk.writes) == 2
     # DELETE removes the key; validate_only writes nothing
     result(ca.incremental_alter_configs(broker, [
         (BROKER, "1", [("log.retention.ms", ca.OP_DELETE, None)])], False))
-    assert broker.tzk.brokers[1] == {"log.cleanup.policy": "delete,compact"}
+    assert broker.deferred_zk.brokers[1] == {"log.cleanup.policy": "delete,compact"}
     result(ca.incremental_alter_configs(broker, [
         (BROKER, "1", [("log.retention.ms", ca.OP_SET, "7")])], True))
-    assert len(broker.tzk.writes) == 3
+    assert len(broker.deferred_zk.writes) == 3
 
 
 def test_legacy_alter_replaces_the_level():
     broker = FakeBroker()
-    broker.tzk.brokers[1] = {"log.retention.ms": "1000", "log.roll.ms": "5000"}
+    broker.deferred_zk.brokers[1] = {"log.retention.ms": "1000", "log.roll.ms": "5000"}
     out = result(ca.alter_configs(broker, [(BROKER, "1", {"log.segment.bytes": "2048"}),
                                            (BROKER, "x", {"log.segment.bytes": "2048"})]))
     assert out[0] == (BROKER, "1", 0, None)
-    assert broker.tzk.brokers[1] == {"log.segment.bytes": "2048"}
+    assert broker.deferred_zk.brokers[1] == {"log.segment.bytes": "2048"}
     assert out[1][2:] == (errors.InvalidRequestError.code,
                           "Broker id must be an integer, but it is: x")
 
@@ -121,9 +121,9 @@ def test_reload_applies_levels_to_the_broker():
     broker = FakeBroker()
     manager = broker.dynamic_config
     assert result(manager.reload()) is False                        # nothing stored
-    broker.tzk.brokers[None] = {"log.retention.ms": "3000", "unclean.leader.election.enable":
+    broker.deferred_zk.brokers[None] = {"log.retention.ms": "3000", "unclean.leader.election.enable":
                                 "true"}
-    broker.tzk.brokers[1] = {"log.retention.ms": "1000", "log.segment.bytes": "x"}
+    broker.deferred_zk.brokers[1] = {"log.retention.ms": "1000", "log.segment.bytes": "x"}
     assert result(manager.reload()) is True
     assert broker.config.retention_ms == 1000 and broker.config.unclean_leader_election_enable
     assert broker.topic_defaults.retention_ms == 1000
@@ -132,11 +132,11 @@ def test_reload_applies_levels_to_the_broker():
     assert broker.controller.unclean_elections == 1
     assert manager.layers.per_broker == {"log.retention.ms": "1000"}    # the bad one ignored
     assert result(manager.reload()) is False                         # unchanged: nothing to do
-    del broker.tzk.brokers[1]
+    del broker.deferred_zk.brokers[1]
     assert result(manager.reload()) is True
     assert broker.log_manager.default_config.retention_ms == 3000
     assert broker.controller.unclean_elections == 1                  # already on
-    broker.tzk.brokers[None] = {}
+    broker.deferred_zk.brokers[None] = {}
     result(manager.reload())
     assert broker.config == manager.static and broker.topic_defaults.retention_ms == 5 * 3600000
 

@@ -58,7 +58,7 @@ class FakeTzk:
 class FakeBroker:
     def __init__(self, assignments, live=(1, 2, 3)):
         self.clock = Clock()
-        self.tzk = FakeTzk(assignments)
+        self.deferred_zk = FakeTzk(assignments)
         self.metadata_cache = MetadataCache(1)
         self.controller = SimpleNamespace(is_active=True)    # only the controller serves it
         self.live = list(live)
@@ -91,7 +91,7 @@ def broker():
 def test_adds_partitions_and_waits_for_their_leaders(broker):
     d = create_partitions(broker, "t", 4, None, False, 5000)
     assert not d.called                       # written, waiting for the controller
-    assert broker.tzk.writes == [("t", {2: [3, 1], 3: [1, 3]}, 0)]
+    assert broker.deferred_zk.writes == [("t", {2: [3, 1], 3: [1, 3]}, 0)]
     broker.publish({"t": {2: ([3, 1], 3)}})
     assert not d.called                       # partition 3 has no leader yet
     broker.publish({"t": {3: ([1, 3], 1)}})
@@ -108,19 +108,19 @@ def test_times_out_with_request_timed_out(broker):
 def test_explicit_assignments_and_no_wait(broker):
     d = create_partitions(broker, "t", 3, [[3, 2]], False, 0)
     assert result_of(d) == (0, None)
-    assert broker.tzk.writes == [("t", {2: [3, 2]}, 0)]
+    assert broker.deferred_zk.writes == [("t", {2: [3, 2]}, 0)]
 
 
 def test_validate_only_writes_nothing(broker):
     assert result_of(create_partitions(broker, "t", 5, None, True, 5000)) == (0, None)
-    assert broker.tzk.writes == []
+    assert broker.deferred_zk.writes == []
 
 
 def test_a_concurrent_change_is_reread_and_decided_again(broker):
-    broker.tzk.conflicts = 1
+    broker.deferred_zk.conflicts = 1
     d = create_partitions(broker, "t", 3, None, False, 0)
     assert result_of(d) == (0, None)
-    assert [w[2] for w in broker.tzk.writes] == [0, 1]
+    assert [w[2] for w in broker.deferred_zk.writes] == [0, 1]
 
 
 @pytest.mark.parametrize("topic,count,assignments,setup,code,text", [
@@ -140,25 +140,25 @@ def test_refusals(topic, count, assignments, setup, code, text):
     broker = FakeBroker({"t": {0: [1, 2], 1: [2, 3]}}, live=(1,) if setup == "two-brokers"
                         else (1, 2, 3))
     if setup == "marked":
-        broker.tzk.marked = ["t"]
+        broker.deferred_zk.marked = ["t"]
     if setup == "reassigning":
-        broker.tzk.reassigning = {("t", 1): (3, 1)}
+        broker.deferred_zk.reassigning = {("t", 1): (3, 1)}
     got_code, message = result_of(create_partitions(broker, topic, count, assignments, False,
                                                     5000))
     assert (got_code, text in (message or "")) == (code, True), message
-    assert broker.tzk.writes == []
+    assert broker.deferred_zk.writes == []
 
 
 def test_zookeeper_is_the_authority_over_a_stale_cache(broker):
     # someone else grew the topic to 3; this broker's cache still shows 2
-    broker.tzk.assignments["t"] = TopicAssignment({0: (1, 2), 1: (2, 3), 2: (3, 1)}, "id-t",
+    broker.deferred_zk.assignments["t"] = TopicAssignment({0: (1, 2), 1: (2, 3), 2: (3, 1)}, "id-t",
                                                   zk_version=1)
     code, message = result_of(create_partitions(broker, "t", 3, None, False, 0))
     assert code == 37 and "already has 3" in message
 
 
 def test_unexpected_failures_become_an_error_code(broker):
-    broker.tzk.get_topic_assignment = lambda topic: defer.fail(RuntimeError("boom"))
+    broker.deferred_zk.get_topic_assignment = lambda topic: defer.fail(RuntimeError("boom"))
     code, message = result_of(create_partitions(broker, "t", 3, None, False, 0))
     assert code == errors.UnknownServerError.code and "boom" in message
 

@@ -48,7 +48,7 @@ def _broker(active=True, live=(1, 2, 3), topics=("orders",)):
                           default_replication_factor=3)
     broker = SimpleNamespace(
         broker_id=1, config=config, topic_defaults=config.topic_defaults(), reactor=Clock(),
-        replica_manager=None, metadata_cache=cache, cluster_id="c", tzk=FakeTzk(topics),
+        replica_manager=None, metadata_cache=cache, cluster_id="c", deferred_zk=FakeTzk(topics),
         controller=SimpleNamespace(is_active=active),
         security=SimpleNamespace(authorizer=None))
     broker.metadata_waits = MetadataWaits(broker.reactor)
@@ -127,7 +127,7 @@ def test_a_broker_that_is_not_the_controller_answers_not_controller():
     assert _errors(results) == [("new", 41, ""), ("orders", 41, "")]
     assert [(r.num_partitions, r.replication_factor, list(r.configs)) for r in results] == \
         [(-1, -1, [])] * 2
-    assert broker.tzk.created == []
+    assert broker.deferred_zk.created == []
     native = _value(handle_create_topics(broker, NATIVE_CTX[19], m.CreateTopicsRequest(
         topics=[m.CreatableTopic("new", 1, 1, {}, {})])))
     assert [(t.name, t.error_code) for t in native.topics] == [("new", 41)]
@@ -201,13 +201,13 @@ def test_null_config_values_and_duplicate_topics():
         ("n", 42, "Null value not supported for topic configs : retention.ms,segment.ms"),
         ("d", 42, "Found multiple entries for this topic."),
         ("d", 42, "Found multiple entries for this topic.")]
-    assert broker.tzk.created == []
+    assert broker.deferred_zk.created == []
 
 
 @pytest.mark.parametrize("existing,name", [("a.b", "a_b"), ("a_b", "a.b"), ("x.y_z", "x_y.z")])
 def test_a_name_colliding_with_an_existing_topic_is_refused(existing, name):
     broker = _broker(topics=("orders",))
-    broker.tzk.topics.add(existing)       # in ZooKeeper, not yet in this broker's cache
+    broker.deferred_zk.topics.add(existing)       # in ZooKeeper, not yet in this broker's cache
     [result] = _create(broker, [_topic(name, 1, 1)])
     assert (result.error_code, result.error_message) == (
         17, f"Topic '{name}' collides with existing topics: {existing}")
@@ -221,7 +221,7 @@ def test_colliding_names_in_one_request():
 
 def test_a_topic_known_to_zookeeper_only_already_exists():
     broker = _broker()
-    broker.tzk.topics.add("fresh")
+    broker.deferred_zk.topics.add("fresh")
     [result] = _create(broker, [_topic("fresh", 1, 1)])
     assert (result.error_code, result.error_message) == (36, "Topic 'fresh' already exists.")
 
@@ -231,7 +231,7 @@ def test_an_assignment_may_name_a_broker_that_does_not_exist():
     [result] = _create(broker, [_topic("t", assignments=[(0, [1, 99]), (1, [99, 2])])],
                        validate_only=False, timeout=0)
     assert result.error_code == errors.RequestTimedOutError.code   # created; timeout 0
-    assert broker.tzk.created == [("t", {0: [1, 99], 1: [99, 2]}, {})]
+    assert broker.deferred_zk.created == [("t", {0: [1, 99], 1: [99, 2]}, {})]
 
 
 # --- the answer (KIP-525) and the wait for leaders --------------------------------------------
@@ -240,7 +240,7 @@ def test_a_created_topic_answers_its_counts_and_configs():
     broker = _broker()
     d = _kafka_create(broker, {"topics": [_topic("t", configs=[("retention.ms", "3600000")])],
                                "timeout": 15000, "validate_only": False})
-    assert broker.tzk.created[0][0] == "t"
+    assert broker.deferred_zk.created[0][0] == "t"
     assert not d.called                                   # waiting for the leaders
     broker.publish({("t", 0): [1, 2, 3], ("t", 1): [2, 3, 1]})
     [result] = _kafka_answer(d).topics
@@ -250,7 +250,7 @@ def test_a_created_topic_answers_its_counts_and_configs():
                for c in result.configs}
     assert configs["retention.ms"] == ("3600000", False, DYNAMIC_TOPIC_CONFIG, False)
     assert configs["cleanup.policy"] == ("delete", False, DEFAULT_CONFIG, False)
-    assignment = broker.tzk.created[0][1]     # the broker defaults: 2 partitions of 3
+    assignment = broker.deferred_zk.created[0][1]     # the broker defaults: 2 partitions of 3
     assert sorted(assignment) == [0, 1] and all(sorted(r) == [1, 2, 3]
                                                 for r in assignment.values())
 
@@ -259,7 +259,7 @@ def test_validate_only_answers_as_a_creation_and_creates_nothing():
     broker = _broker()
     [result] = _create(broker, [_topic("t", 4, 2)])
     assert (result.error_code, result.num_partitions, result.replication_factor) == (0, 4, 2)
-    assert result.configs and broker.tzk.created == []
+    assert result.configs and broker.deferred_zk.created == []
 
 
 def test_leaders_not_elected_in_time_answer_request_timed_out_without_a_message():
