@@ -19,8 +19,9 @@ After that one decision there is one path (docs/architecture.md, "The request pi
 One error policy for both protocols, Kafka's: a frame that cannot be read as a request closes the
 connection (for native clients, a readable header with a bad body, an unknown API or version gets
 an error answer naming the problem, since there is no ApiVersions dance to fall back on); a handler
-that fails answers with the request's error response (Kafka's ``getErrorResponse``); an answer that
-cannot be encoded is a bug, logged, and closes the connection.
+that fails answers with the request's error response (Kafka's ``getErrorResponse``). An answer
+that cannot be encoded is a bug and is logged: a Kafka connection closes, a native one gets an
+error answer (its client raises it).
 
 A listener's security (``listener.security.protocol.map``) wraps this: TLS listeners are served
 through Twisted's TLS (the principal of an SSL client comes from its certificate once the
@@ -43,7 +44,7 @@ from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory
 from zope.interface import implementer
 
-from kafkalite.errors import InvalidRequestError, KafkaError, UnsupportedVersionError, code_of
+from kafkalite.errors import KafkaError, code_of
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.connection import KafkaWireProtocol
 from kafkalite.server.connection_security import (
