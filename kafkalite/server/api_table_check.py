@@ -6,12 +6,10 @@ A row is whole when:
 
 * it is filed under its own key;
 * every version range it has is served: a Kafka-protocol range (``kafka_max``) is one kio knows
-  and is served by a handler with a Kafka converter, or by a legacy Kafka handler; a native range
-  (``native``) has its model class in ``protocol.messages.REQUESTS`` and a handler or a legacy
-  native handler;
-* everything it serves has a range: no handler, converter or legacy handler that no range
-  reaches (a handler on a row that serves neither protocol, a converter or legacy Kafka handler
-  without ``kafka_max``, a legacy native handler on a row that is not native);
+  and is served by a handler with a Kafka converter; a native range (``native``) has its model
+  class in ``protocol.messages.REQUESTS`` and a handler;
+* everything it serves has a range: no handler or converter that no range reaches (a handler on
+  a row that serves neither protocol, a converter without ``kafka_max``);
 * its listener rule is one the table knows (``CLIENT`` or ``CONTROL``).
 """
 
@@ -50,17 +48,14 @@ def check_row(spec: ApiSpec) -> list[str]:
 
 def _kafka_problems(name: str, spec: ApiSpec) -> list[str]:
     if spec.kafka_max is None:
-        unused = [what for what, value in (("a Kafka converter", spec.kafka),
-                                           ("a legacy Kafka handler", spec.legacy_kafka))
-                  if value is not None]
-        return [f"{name} has {what} but no Kafka version range" for what in unused]
+        if spec.kafka is not None:
+            return [f"{name} has a Kafka converter but no Kafka version range"]
+        return []
     problems = []
     if spec.kafka_versions is None:
         problems.append(f"{name}'s Kafka versions up to {spec.kafka_max} are none that kio "
                         f"knows")
-    served = (spec.handler is not None and spec.kafka is not None) or \
-        spec.legacy_kafka is not None
-    if not served:
+    if spec.handler is None or spec.kafka is None:
         missing = ("no Kafka converter for its handler" if spec.handler is not None
                    else "no handler")
         problems.append(f"{name} has Kafka versions up to {spec.kafka_max} but {missing}")
@@ -72,13 +67,11 @@ def _kafka_problems(name: str, spec: ApiSpec) -> list[str]:
 
 def _native_problems(name: str, spec: ApiSpec) -> list[str]:
     if not spec.native:
-        if spec.legacy_native is not None:
-            return [f"{name} has a legacy native handler but is not served natively"]
         return []
     problems = []
     if spec.key not in m.REQUESTS:
         problems.append(f"{name} is served natively but has no model class in "
                         f"protocol.messages.REQUESTS")
-    if spec.handler is None and spec.legacy_native is None:
+    if spec.handler is None:
         problems.append(f"{name} has native versions but no handler")
     return problems

@@ -43,7 +43,7 @@ __all__ = ["Call", "Script", "connect", "feed_bytewise", "kafka_frame", "listene
 
 class Call(NamedTuple):
     ctx: Any           # the RequestContext the dispatcher built
-    request: Any       # the model request (a kio entity for legacy_kafka rows)
+    request: Any       # the model request (a Kafka request converted by the row's converter)
 
 
 class Script:
@@ -58,8 +58,8 @@ class Script:
         self.behaviour: dict[int, Any] = {}
 
     def handler(self, answer: Callable[[Any, Any], Any]):
-        """A row's handler (``handler``, ``legacy_kafka`` or ``legacy_native``) answering with
-        ``answer(ctx, request)`` unless told otherwise."""
+        """A row's ``handler``, answering with ``answer(ctx, request)`` unless told
+        otherwise."""
         def handle(broker, ctx, request):
             self.calls.append(Call(ctx, request))
             what = self.behaviour.get(ctx.api_key, answer)

@@ -14,7 +14,6 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.protocol.kafka.convert import Converter
-from kafkalite.protocol.kafka.convert import cluster as cluster_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.server import api_table
 from kafkalite.server.api_table import CONTROL, ApiSpec
@@ -127,13 +126,9 @@ CONVERTER = Converter(lambda entity, version: None, lambda response, version: {}
 
 
 @pytest.mark.parametrize("row, problem", [
-    # a handler (or converter, or legacy handler) that no version range reaches
+    # a handler (or converter) that no version range reaches
     (ApiSpec(ApiKey.METADATA, None, _handler, native=False), "handler but no version range"),
     (ApiSpec(ApiKey.METADATA, None, _handler, CONVERTER), "Kafka converter but no Kafka"),
-    (ApiSpec(ApiKey.METADATA, None, _handler, legacy_kafka=_handler),
-     "legacy Kafka handler but no Kafka"),
-    (ApiSpec(ApiKey.METADATA, 11, _handler, CONVERTER, native=False, legacy_native=_handler),
-     "legacy native handler but is not served natively"),
     # a version range that nothing serves
     (ApiSpec(ApiKey.METADATA, 11, native=False), "Kafka versions up to 11 but no handler"),
     (ApiSpec(ApiKey.METADATA, 11, _handler), "no Kafka converter for its handler"),
@@ -164,7 +159,6 @@ def test_whole_rows_of_every_shape_pass():
         ApiSpec(ApiKey.METADATA, 11, _handler, CONVERTER),                  # both protocols
         ApiSpec(ApiKey.FETCH, 12, _handler, CONVERTER, native=False),       # Kafka's only
         ApiSpec(ApiKey.LEADER_AND_ISR, None, _handler, listeners=CONTROL),  # native only
-        ApiSpec(ApiKey.PRODUCE, 9, legacy_native=_handler, legacy_kafka=_handler),
         ApiSpec(ApiKey.STOP_REPLICA, None, native=False),                   # not served at all
     ])) == []
 
@@ -196,8 +190,7 @@ def _controller_pipeline(config):
     """The real LeaderAndIsr row (its listener rule) with a handler that records its calls."""
     script = Script()
     row = dataclasses.replace(api_table.TABLE[ApiKey.LEADER_AND_ISR],
-                              handler=script.handler(lambda ctx, r: m.LeaderAndIsrResponse()),
-                              legacy_native=None)
+                              handler=script.handler(lambda ctx, r: m.LeaderAndIsrResponse()))
     broker = SimpleNamespace(config=config, security=None)
     return script, ApiDispatcher(broker, table=table_of([row]))
 

@@ -14,6 +14,7 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import cluster as cluster_convert
+from kafkalite.protocol.kafka.convert import metadata as metadata_convert
 from kafkalite.security.sasl_client import sasl_client
 from kafkalite.security.sasl_server import ScramServer
 from kafkalite.security.scram import make_credential
@@ -37,8 +38,8 @@ def pipeline():
         api_table.TABLE[ApiKey.SASL_AUTHENTICATE],
         ApiSpec(ApiKey.API_VERSIONS, 3, script.handler(lambda ctx, r: m.ApiVersionsResponse()),
                 cluster_convert.API_VERSIONS),
-        ApiSpec(ApiKey.METADATA, 11, legacy_kafka=script.handler(lambda ctx, r: {}),
-                legacy_native=script.handler(lambda ctx, r: m.MetadataResponse())),
+        ApiSpec(ApiKey.METADATA, 11, script.handler(lambda ctx, r: m.MetadataResponse()),
+                metadata_convert.METADATA),
     ])
     security = ConnectionSecurity(LISTENER, lambda mech, user: CREDENTIAL
                                   if (mech, user) == ("SCRAM-SHA-256", "alice") else None)

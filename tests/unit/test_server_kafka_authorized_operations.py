@@ -1,5 +1,5 @@
-"""What Kafka 2.8's KafkaApis answers where kafkalite once differed, with kio requests fed to the
-Kafka-protocol handlers and kafkalite's own AclAuthorizer deciding:
+"""What Kafka 2.8's KafkaApis answers where kafkalite once differed, with Kafka-protocol requests
+served through the pipeline (the API table's handlers) and kafkalite's own AclAuthorizer deciding:
 
 - KIP-430's authorized operations (DescribeCluster): the bit field of the operations Kafka
   lists for the resource type that the principal may do; every one of them without an
@@ -13,23 +13,18 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from kafkalite import errors
 from kafkalite.coordinator.types import OFFSETS_TOPIC
 from kafkalite.protocol import messages as m
-from kafkalite.protocol.kafka import codec
 from kafkalite.security.acl import (
     AccessControlEntry as Ace, AclOperation as Op, AclPermissionType as Perm,
     ResourcePattern, ResourceType as Rt,
 )
 from kafkalite.security.acl_authorizer import AclAuthorizer
 from kafkalite.security.authorizer import AclSnapshot, AuthorizerSettings
-from kafkalite.server.apis import KafkaApis
 from kafkalite.server.connection_security import ConnectionSecurity
 from kafkalite.server.dispatch import ApiDispatcher
-from kafkalite.server.kafka_apis import KafkaProtocolApis
 from kafkalite.server.metadata_cache import MetadataCache
 
 from pipeline_driver import connect, kafka_frame, read_kafka_responses
@@ -54,49 +49,28 @@ def _deny(resource_type: Rt, name: str, *operations: Op) -> dict:
         Ace(ALICE, "*", op, Perm.DENY) for op in operations]}
 
 
-def _apis(authorizer=None) -> KafkaProtocolApis:
+def _broker(authorizer=None) -> SimpleNamespace:
+    """What the handlers read of a broker: one with a metadata cache of three topics."""
     cache = MetadataCache(1)
     cache.update(m.UpdateMetadataRequest(
         controller_id=1, controller_epoch=1,
         partition_states=[m.UpdateMetadataPartitionState(name, 0, 1, 1, 0, [1], 0, [1], [])
                           for name in ("orders", "payments", OFFSETS_TOPIC)],
         live_brokers=[m.UpdateMetadataBroker(1, "10.0.0.1", 9092)]))
-    broker = SimpleNamespace(
+    return SimpleNamespace(
         config=SimpleNamespace(auto_create_topics_enable=False), reactor=Clock(),
         replica_manager=None, metadata_cache=cache, cluster_id="c",
         security=SimpleNamespace(authorizer=authorizer))
-    return KafkaProtocolApis(broker, KafkaApis(broker))
-
-
-def _answer(result):
-    out = []
-    defer.maybeDeferred(lambda: result).addBoth(out.append)
-    [value] = out
-    return value
-
-
-def _request(api_key: int, version: int, body: dict):
-    """A real kio request, as the broker decodes it off the wire."""
-    return codec.decode_request(codec.encode_request(api_key, version, 7, "test", body))[1]
-
-
-def _round_trip(api_key: int, version: int, values: dict):
-    """The answer as a client decodes it."""
-    return codec.decode_response(api_key, version,
-                                 codec.encode_response(api_key, version, 7, values))[1]
-
-
-ALICE_CONNECTION = SimpleNamespace(principal=ALICE)
 
 
 # --- KIP-430: authorized operations ------------------------------------------------------------
 
-def _describe_cluster(apis, include: bool) -> int:
+def _describe_cluster(broker, include: bool) -> int:
     """DescribeCluster's cluster_authorized_operations, served through the pipeline (the API
     table's handler) to alice."""
     security = ConnectionSecurity.plaintext()
     security.principal = ALICE
-    protocol, transport = connect(ApiDispatcher(apis.broker), security=security,
+    protocol, transport = connect(ApiDispatcher(broker), security=security,
                                   listener="PLAINTEXT")
     protocol.dataReceived(kafka_frame(60, 0, 7, {"include_cluster_authorized_operations": include}))
     [(_, answer)] = read_kafka_responses(transport, [(60, 0)])
@@ -104,10 +78,10 @@ def _describe_cluster(apis, include: bool) -> int:
 
 
 def test_cluster_operations_are_none_without_describe_on_the_cluster():
-    apis = _apis(_authorizer(_deny(Rt.CLUSTER, "kafka-cluster", Op.DESCRIBE)))
-    assert _describe_cluster(apis, True) == 0
+    broker = _broker(_authorizer(_deny(Rt.CLUSTER, "kafka-cluster", Op.DESCRIBE)))
+    assert _describe_cluster(broker, True) == 0
 
 
 @pytest.mark.parametrize("include, expected", [(True, CLUSTER_OPS), (False, NOT_REQUESTED)])
 def test_describe_cluster(include, expected):
-    assert _describe_cluster(_apis(), include) == expected
+    assert _describe_cluster(_broker(), include) == expected

@@ -28,9 +28,8 @@ def pipeline(max_frame=1 << 20):
         ApiSpec(ApiKey.FETCH, 12, script.handler(lambda ctx, r: m.FetchResponse())),
         ApiSpec(ApiKey.METADATA, 11, script.handler(lambda ctx, r: m.MetadataResponse())),
         ApiSpec(ApiKey.PRODUCE, 9, script.handler(lambda ctx, r: m.ProduceResponse())),
-        # a row whose native side still goes to an old handler
         ApiSpec(ApiKey.LIST_OFFSETS, 6,
-                legacy_native=script.handler(lambda ctx, r: m.ListOffsetsResponse())),
+                script.handler(lambda ctx, r: m.ListOffsetsResponse())),
     ])
     dispatcher = ApiDispatcher(None, table=table)
     protocol, transport = connect(dispatcher, max_frame_bytes=max_frame)

@@ -19,6 +19,7 @@ from kafkalite.protocol.envelope import decode_response as native_decode_respons
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.protocol.kafka.convert import Converter
 from kafkalite.protocol.kafka.convert import cluster as cluster_convert
+from kafkalite.protocol.kafka.convert import data as data_convert
 from kafkalite.server import api_table
 from kafkalite.server.api_table import ApiSpec
 from kafkalite.server.dispatch import ApiDispatcher
@@ -27,9 +28,10 @@ from kafkalite.server.network import sniff_protocol
 FAST = settings(deadline=None, max_examples=150, derandomize=True)
 
 
-# --- a small table: converted Metadata and Produce, a legacy Kafka-side Fetch ---------------------
-# The converters below are the tests' own (the real ones belong to their families): just enough
-# of each API to carry the fields these tests look at.
+# --- a small table: converted Metadata, Produce and Fetch ----------------------------------------
+# Metadata's and Produce's converters below are the tests' own (the real ones belong to their
+# families): just enough of each API to carry the fields these tests look at. Fetch's is the real
+# one (``protocol.kafka.convert.data.FETCH``).
 
 def _metadata_request(entity, version):
     topics = None if entity.topics is None else [t.name for t in entity.topics]
@@ -69,7 +71,8 @@ PRODUCE_CONVERTER = Converter(_produce_request, _produce_response)
 
 METADATA_ANSWER = m.MetadataResponse(brokers=[m.MetadataBroker(1, "h", 9092)], cluster_id="c",
                                      controller_id=1)
-FETCH_ANSWER = {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": []}
+FETCH_ANSWER = m.FetchResponse(responses=[m.FetchTopicResponse("t", [
+    m.FetchPartitionResponse(0, 0, high_watermark=5, last_stable_offset=5, log_start_offset=0)])])
 
 
 def _produce_answer(ctx, request: m.ProduceRequest):
@@ -89,9 +92,8 @@ class Pipeline:
             ApiSpec(ApiKey.METADATA, 11, script.handler(lambda ctx, r: METADATA_ANSWER),
                     METADATA_CONVERTER),
             ApiSpec(ApiKey.PRODUCE, 9, script.handler(_produce_answer), PRODUCE_CONVERTER),
-            # a row whose Kafka side still goes to an old handler (kio entity in, dict out)
-            ApiSpec(ApiKey.FETCH, 12, native=False,
-                    legacy_kafka=script.handler(lambda ctx, entity: FETCH_ANSWER)),
+            ApiSpec(ApiKey.FETCH, 12, script.handler(lambda ctx, r: FETCH_ANSWER),
+                    data_convert.FETCH, native=False),
         ])
         self.dispatcher = ApiDispatcher(None, table=self.table)
 
@@ -136,7 +138,11 @@ def produce(correlation_id, acks=-1, version=9):
 
 def fetch(correlation_id, version=12):
     values = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-              "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [],
+              "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                  {"topic": "t", "partitions": [
+                      {"partition": p, "current_leader_epoch": -1, "fetch_offset": 7,
+                       "last_fetched_epoch": -1, "log_start_offset": -1,
+                       "partition_max_bytes": 1024} for p in (0, 1)]}],
               "forgotten_topics_data": [], "rack_id": ""}
     return kafka_frame(ApiKey.FETCH, version, correlation_id, values, "t")
 
@@ -256,7 +262,10 @@ def test_the_converter_gives_the_handler_the_model():
                                                     topic_data={"t": {0: b"batch"}})
     assert metadata_call.request == m.MetadataRequest(topics=["a", "b"],
                                                       allow_auto_topic_creation=False)
-    assert fetch_call.request.max_bytes == 1 << 20        # a legacy row gets kio's entity
+    assert fetch_call.request == m.FetchRequest(
+        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+        topics=[m.FetchTopic("t", [m.FetchPartition(0, 7, 1024), m.FetchPartition(1, 7, 1024)])],
+        session_id=0, session_epoch=-1)
 
 
 # --- versions ------------------------------------------------------------------------------------
@@ -312,7 +321,7 @@ def test_an_earlier_answer_still_waits_for_its_turn_before_an_unsupported_api_ve
     assert answers[1][1].error_code.value == 35
 
 
-# --- failures: the request's error response, or (legacy rows, bad answers) a close ---------------
+# --- failures: the request's error response, or (bad answers) a close ---------------------------
 
 @pytest.mark.parametrize("failure, code", [
     (RuntimeError("handler bug"), errors.UnknownServerError.code),
@@ -344,10 +353,13 @@ def test_a_failed_deferred_answers_with_the_error_response_in_its_turn():
     assert answers[1][1].cluster_id == "c" and not transport.disconnecting
 
 
-@pytest.mark.parametrize("failure", ["raise", "kafka-error", "defer-fail"])
-def test_a_failing_legacy_kafka_handler_closes_only_that_connection(failure):
-    """The old Kafka-side handlers have no error responses: a failure closes (Kafka closes a
-    connection whose request it cannot answer)."""
+@pytest.mark.parametrize("failure, code", [
+    ("raise", errors.UnknownServerError.code),
+    ("kafka-error", errors.NotControllerError.code),
+    ("defer-fail", errors.UnknownServerError.code)])
+def test_a_failing_fetch_handler_answers_with_fetchs_error_response(failure, code):
+    """As Kafka: every partition of the request and the top level carry the error, in the
+    request's turn, and the connection stays open; another connection is not affected."""
     script, protocol, transport, p = pipeline()
     other, other_transport = p.connect()
     script.behaviour[ApiKey.FETCH] = {"raise": RuntimeError("handler bug"),
@@ -355,31 +367,51 @@ def test_a_failing_legacy_kafka_handler_closes_only_that_connection(failure):
                                       "defer-fail": "defer"}[failure]
     protocol.dataReceived(api_versions(1) + fetch(2) + api_versions(3))
     if failure == "defer-fail":
-        assert not transport.disconnecting
+        [(cid, _)] = read_kafka_responses(transport, [(ApiKey.API_VERSIONS, 3)])
+        assert cid == 1                                 # 3 waits behind 2
         script.deferreds[ApiKey.FETCH][0].errback(RuntimeError("lost"))
-    assert transport.disconnecting
-    # the answer before the failure went out; nothing after it
-    [(cid, _)] = read_kafka_responses(transport, [(ApiKey.API_VERSIONS, 3)])
-    assert cid == 1
-    other.dataReceived(metadata(4))
+        answers = read_kafka_responses(transport, [(ApiKey.FETCH, 12), (ApiKey.API_VERSIONS, 3)])
+        assert cids(answers) == [2, 3]
+        answer = answers[0][1]
+    else:
+        answers = read_kafka_responses(transport, [(ApiKey.API_VERSIONS, 3), (ApiKey.FETCH, 12),
+                                                   (ApiKey.API_VERSIONS, 3)])
+        assert cids(answers) == [1, 2, 3]
+        answer = answers[1][1]
+    assert answer.error_code.value == code
+    assert [(t.topic, p.partition_index, p.error_code.value)
+            for t in answer.responses for p in t.partitions] == [("t", 0, code), ("t", 1, code)]
+    assert not transport.disconnecting
+    script.behaviour.pop(ApiKey.FETCH)                  # the connection still serves Fetch
+    protocol.dataReceived(fetch(4))
+    [(cid, answer)] = read_kafka_responses(transport, [(ApiKey.FETCH, 12)])
+    assert cid == 4 and answer.responses[0].partitions[0].high_watermark == 5
+    other.dataReceived(metadata(5))
     [(cid, _)] = read_kafka_responses(other_transport, [(ApiKey.METADATA, 11)])
-    assert cid == 4 and not other_transport.disconnecting
+    assert cid == 5 and not other_transport.disconnecting
 
 
-@pytest.mark.parametrize("row", [ApiKey.METADATA, ApiKey.FETCH])
-def test_an_answer_that_cannot_be_encoded_closes_the_connection(row):
-    script, protocol, transport, _ = pipeline()
-    if row == ApiKey.METADATA:      # a model kio cannot write
-        script.behaviour[row] = lambda ctx, r: m.MetadataResponse(
-            brokers=[m.MetadataBroker(1, "h", port="not a port")])
-        frame = metadata(2)
-    else:                           # a legacy dict without Fetch's required fields
-        script.behaviour[row] = lambda ctx, r: {"throttle_time": 0}
-        frame = fetch(2)
-    protocol.dataReceived(api_versions(1) + frame + api_versions(3))
+#: Answers the handlers' models allow but kio cannot write.
+UNENCODABLE = {
+    ApiKey.METADATA: m.MetadataResponse(brokers=[m.MetadataBroker(1, "h", port="not a port")]),
+    ApiKey.FETCH: m.FetchResponse(responses=[m.FetchTopicResponse("t", [
+        m.FetchPartitionResponse(0, 0, high_watermark="not an offset")])]),
+}
+
+
+@pytest.mark.parametrize("row, frame", [(ApiKey.METADATA, metadata), (ApiKey.FETCH, fetch)])
+def test_an_answer_that_cannot_be_encoded_closes_the_connection(row, frame):
+    script, protocol, transport, p = pipeline()
+    other, other_transport = p.connect()
+    script.behaviour[row] = lambda ctx, r: UNENCODABLE[row]
+    protocol.dataReceived(api_versions(1) + frame(2) + api_versions(3))
     assert transport.disconnecting
     [(cid, _)] = read_kafka_responses(transport, [(ApiKey.API_VERSIONS, 3)])
     assert cid == 1
+    script.behaviour.pop(row)
+    other.dataReceived(frame(4))
+    [(cid, _)] = read_kafka_responses(other_transport, [(row, 12 if row == ApiKey.FETCH else 11)])
+    assert cid == 4 and not other_transport.disconnecting
 
 
 def test_a_connection_closed_under_a_pending_answer_drops_the_later_ones():
@@ -387,7 +419,7 @@ def test_a_connection_closed_under_a_pending_answer_drops_the_later_ones():
     script.behaviour[ApiKey.FETCH] = "defer"
     script.behaviour[ApiKey.METADATA] = "defer"
     protocol.dataReceived(metadata(1) + fetch(2))
-    script.deferreds[ApiKey.FETCH][0].errback(RuntimeError("lost"))
+    script.deferreds[ApiKey.FETCH][0].callback(UNENCODABLE[ApiKey.FETCH])
     assert transport.disconnecting
     script.deferreds[ApiKey.METADATA][0].callback(METADATA_ANSWER)
     assert transport.value() == b""
