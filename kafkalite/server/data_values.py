@@ -4,18 +4,17 @@ ReplicaManager does (``FetchParams``, ``FetchRequest.PartitionData``, ``Partitio
 layer. The handlers (``server.data_apis``) build these from the model request and the model
 response from them.
 
-A partition is a plain ``(topic, partition)`` tuple, the key the ReplicaManager's ``partitions``
-and purgatories already use. Record data is the batch bytes as received or as stored: never
-copied or decoded on the way through.
+A partition is a ``TopicPartition`` or a plain ``(topic, partition)`` tuple (they compare
+equal), the key the ReplicaManager's ``partitions`` and purgatories already use. Record data is
+the batch bytes as received or as stored: never copied or decoded on the way through.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["FetchParams", "PartitionData", "FetchResult", "ProduceResult", "TopicPartition"]
 
-TopicPartition = tuple[str, int]
+__all__ = ["FetchParams", "PartitionData", "FetchResult", "ProduceResult"]
 
 CONSUMER_REPLICA_ID = -1
 

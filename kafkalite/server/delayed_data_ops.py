@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from kafkalite import errors
 from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartitionError,
                               code_of)
-from kafkalite.server.data_values import FetchParams, PartitionData, TopicPartition
+from kafkalite.server.data_values import FetchParams, PartitionData
+from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
