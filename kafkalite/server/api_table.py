@@ -27,8 +27,18 @@ from typing import Any, Callable
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.kafka.convert import acls as acl_convert
+from kafkalite.protocol.kafka.convert import admin as admin_convert
+from kafkalite.protocol.kafka.convert import cluster as cluster_convert
+from kafkalite.protocol.kafka.convert import configs as config_convert
+from kafkalite.protocol.kafka.convert import data as data_convert
+from kafkalite.protocol.kafka.convert import groups as group_convert
+from kafkalite.protocol.kafka.convert import metadata as metadata_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
+from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
+                              group_apis, group_offset_apis, metadata_apis, offset_apis,
+                              producer_id_apis, topic_apis)
 
 __all__ = ["ApiSpec", "CLIENT", "CONTROL", "TABLE", "spec_for", "kafka_ranges", "native_ranges",
            "kafka_version_range", "listener_may_carry"]
@@ -130,98 +140,83 @@ def handle_api_versions(broker, ctx, request: m.ApiVersionsRequest) -> m.ApiVers
 # Each family's rows are one block: its handlers' module and its Kafka converters' module.
 
 def _cluster_rows():
-    from kafkalite.protocol.kafka.convert import cluster as convert
-    from kafkalite.server import cluster_apis as apis
     return [
-        ApiSpec(ApiKey.API_VERSIONS, 3, handle_api_versions, convert.API_VERSIONS),
-        ApiSpec(ApiKey.SASL_HANDSHAKE, 1, apis.handle_sasl_handshake, convert.SASL_HANDSHAKE),
-        ApiSpec(ApiKey.SASL_AUTHENTICATE, 2, apis.handle_sasl_authenticate,
-                convert.SASL_AUTHENTICATE),
-        ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, apis.handle_describe_cluster,
-                convert.DESCRIBE_CLUSTER),
+        ApiSpec(ApiKey.API_VERSIONS, 3, handle_api_versions, cluster_convert.API_VERSIONS),
+        ApiSpec(ApiKey.SASL_HANDSHAKE, 1, cluster_apis.handle_sasl_handshake, cluster_convert.SASL_HANDSHAKE),
+        ApiSpec(ApiKey.SASL_AUTHENTICATE, 2, cluster_apis.handle_sasl_authenticate,
+                cluster_convert.SASL_AUTHENTICATE),
+        ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, cluster_apis.handle_describe_cluster,
+                cluster_convert.DESCRIBE_CLUSTER),
     ]
 
 
 def _data_rows():
-    from kafkalite.protocol.kafka.convert import data as convert
-    from kafkalite.server import data_apis as apis
     return [
-        ApiSpec(ApiKey.PRODUCE, 9, apis.handle_produce, convert.PRODUCE),
-        ApiSpec(ApiKey.FETCH, 12, apis.handle_fetch, convert.FETCH),
+        ApiSpec(ApiKey.PRODUCE, 9, data_apis.handle_produce, data_convert.PRODUCE),
+        ApiSpec(ApiKey.FETCH, 12, data_apis.handle_fetch, data_convert.FETCH),
     ]
 
 
 def _metadata_rows():
-    from kafkalite.protocol.kafka.convert import metadata as convert
-    from kafkalite.server import metadata_apis, offset_apis, producer_id_apis
     return [
-        ApiSpec(ApiKey.METADATA, 11, metadata_apis.handle_metadata, convert.METADATA),
-        ApiSpec(ApiKey.LIST_OFFSETS, 6, offset_apis.handle_list_offsets, convert.LIST_OFFSETS),
+        ApiSpec(ApiKey.METADATA, 11, metadata_apis.handle_metadata, metadata_convert.METADATA),
+        ApiSpec(ApiKey.LIST_OFFSETS, 6, offset_apis.handle_list_offsets, metadata_convert.LIST_OFFSETS),
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, offset_apis.handle_offset_for_leader_epoch,
-                convert.OFFSET_FOR_LEADER_EPOCH),
+                metadata_convert.OFFSET_FOR_LEADER_EPOCH),
         ApiSpec(ApiKey.INIT_PRODUCER_ID, 4, producer_id_apis.handle_init_producer_id,
-                convert.INIT_PRODUCER_ID),
+                metadata_convert.INIT_PRODUCER_ID),
     ]
 
 
 def _controller_rows():
     # the controller's requests (brokers only), and controlled shutdown (to the controller)
-    from kafkalite.server import controller_apis as apis
     return [
-        ApiSpec(ApiKey.LEADER_AND_ISR, None, apis.handle_leader_and_isr, listeners=CONTROL),
-        ApiSpec(ApiKey.UPDATE_METADATA, None, apis.handle_update_metadata, listeners=CONTROL),
-        ApiSpec(ApiKey.STOP_REPLICA, None, apis.handle_stop_replica, listeners=CONTROL),
-        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, None, apis.handle_controlled_shutdown),
+        ApiSpec(ApiKey.LEADER_AND_ISR, None, controller_apis.handle_leader_and_isr, listeners=CONTROL),
+        ApiSpec(ApiKey.UPDATE_METADATA, None, controller_apis.handle_update_metadata, listeners=CONTROL),
+        ApiSpec(ApiKey.STOP_REPLICA, None, controller_apis.handle_stop_replica, listeners=CONTROL),
+        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, None, controller_apis.handle_controlled_shutdown),
     ]
 
 
 def _admin_rows():
-    from kafkalite.protocol.kafka.convert import admin as convert
-    from kafkalite.protocol.kafka.convert import configs as convert_configs
-    from kafkalite.server import config_apis, topic_apis
     return [
-        ApiSpec(ApiKey.CREATE_TOPICS, 7, topic_apis.handle_create_topics, convert.CREATE_TOPICS),
-        ApiSpec(ApiKey.DELETE_TOPICS, 6, topic_apis.handle_delete_topics, convert.DELETE_TOPICS),
+        ApiSpec(ApiKey.CREATE_TOPICS, 7, topic_apis.handle_create_topics, admin_convert.CREATE_TOPICS),
+        ApiSpec(ApiKey.DELETE_TOPICS, 6, topic_apis.handle_delete_topics, admin_convert.DELETE_TOPICS),
         ApiSpec(ApiKey.CREATE_PARTITIONS, 3, topic_apis.handle_create_partitions,
-                convert.CREATE_PARTITIONS),
+                admin_convert.CREATE_PARTITIONS),
         ApiSpec(ApiKey.DELETE_RECORDS, 2, topic_apis.handle_delete_records,
-                convert.DELETE_RECORDS),
+                admin_convert.DELETE_RECORDS),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 4, config_apis.handle_describe_configs,
-                convert_configs.DESCRIBE_CONFIGS),
+                config_convert.DESCRIBE_CONFIGS),
         ApiSpec(ApiKey.ALTER_CONFIGS, 2, config_apis.handle_alter_configs,
-                convert_configs.ALTER_CONFIGS),
+                config_convert.ALTER_CONFIGS),
         ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, config_apis.handle_incremental_alter_configs,
-                convert_configs.INCREMENTAL_ALTER_CONFIGS),
+                config_convert.INCREMENTAL_ALTER_CONFIGS),
     ]
 
 
 def _group_rows():
-    from kafkalite.protocol.kafka.convert import groups as convert
-    from kafkalite.server import group_apis as apis
-    from kafkalite.server import group_offset_apis as offsets
     return [
-        ApiSpec(ApiKey.FIND_COORDINATOR, 3, apis.handle_find_coordinator,
-                convert.FIND_COORDINATOR),
-        ApiSpec(ApiKey.JOIN_GROUP, 7, apis.handle_join_group, convert.JOIN_GROUP),
-        ApiSpec(ApiKey.HEARTBEAT, 4, apis.handle_heartbeat, convert.HEARTBEAT),
-        ApiSpec(ApiKey.LEAVE_GROUP, 4, apis.handle_leave_group, convert.LEAVE_GROUP),
-        ApiSpec(ApiKey.SYNC_GROUP, 5, apis.handle_sync_group, convert.SYNC_GROUP),
-        ApiSpec(ApiKey.DESCRIBE_GROUPS, 5, apis.handle_describe_groups, convert.DESCRIBE_GROUPS),
-        ApiSpec(ApiKey.LIST_GROUPS, 4, apis.handle_list_groups, convert.LIST_GROUPS),
-        ApiSpec(ApiKey.OFFSET_COMMIT, 8, offsets.handle_offset_commit, convert.OFFSET_COMMIT),
-        ApiSpec(ApiKey.OFFSET_FETCH, 7, offsets.handle_offset_fetch, convert.OFFSET_FETCH),
-        ApiSpec(ApiKey.DELETE_GROUPS, 2, apis.handle_delete_groups, convert.DELETE_GROUPS),
-        ApiSpec(ApiKey.OFFSET_DELETE, 0, offsets.handle_offset_delete, convert.OFFSET_DELETE),
+        ApiSpec(ApiKey.FIND_COORDINATOR, 3, group_apis.handle_find_coordinator,
+                group_convert.FIND_COORDINATOR),
+        ApiSpec(ApiKey.JOIN_GROUP, 7, group_apis.handle_join_group, group_convert.JOIN_GROUP),
+        ApiSpec(ApiKey.HEARTBEAT, 4, group_apis.handle_heartbeat, group_convert.HEARTBEAT),
+        ApiSpec(ApiKey.LEAVE_GROUP, 4, group_apis.handle_leave_group, group_convert.LEAVE_GROUP),
+        ApiSpec(ApiKey.SYNC_GROUP, 5, group_apis.handle_sync_group, group_convert.SYNC_GROUP),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, 5, group_apis.handle_describe_groups, group_convert.DESCRIBE_GROUPS),
+        ApiSpec(ApiKey.LIST_GROUPS, 4, group_apis.handle_list_groups, group_convert.LIST_GROUPS),
+        ApiSpec(ApiKey.OFFSET_COMMIT, 8, group_offset_apis.handle_offset_commit, group_convert.OFFSET_COMMIT),
+        ApiSpec(ApiKey.OFFSET_FETCH, 7, group_offset_apis.handle_offset_fetch, group_convert.OFFSET_FETCH),
+        ApiSpec(ApiKey.DELETE_GROUPS, 2, group_apis.handle_delete_groups, group_convert.DELETE_GROUPS),
+        ApiSpec(ApiKey.OFFSET_DELETE, 0, group_offset_apis.handle_offset_delete, group_convert.OFFSET_DELETE),
     ]
 
 
 def _acl_rows():
-    from kafkalite.protocol.kafka.convert import acls as convert
-    from kafkalite.server import acl_apis as apis
     return [
-        ApiSpec(ApiKey.DESCRIBE_ACLS, 2, apis.handle_describe_acls, convert.DESCRIBE_ACLS),
-        ApiSpec(ApiKey.CREATE_ACLS, 2, apis.handle_create_acls, convert.CREATE_ACLS),
-        ApiSpec(ApiKey.DELETE_ACLS, 2, apis.handle_delete_acls, convert.DELETE_ACLS),
+        ApiSpec(ApiKey.DESCRIBE_ACLS, 2, acl_apis.handle_describe_acls, acl_convert.DESCRIBE_ACLS),
+        ApiSpec(ApiKey.CREATE_ACLS, 2, acl_apis.handle_create_acls, acl_convert.CREATE_ACLS),
+        ApiSpec(ApiKey.DELETE_ACLS, 2, acl_apis.handle_delete_acls, acl_convert.DELETE_ACLS),
     ]
 
 

@@ -25,11 +25,11 @@ from kafkalite.log.dir_failure import normalize_dir
 from kafkalite.protocol import messages as m
 from kafkalite.server.delete_records import INTERNAL_TOPICS
 from kafkalite.server.offset_values import EpochEndOffset, EpochQuery, OffsetQuery, OffsetResult
-from kafkalite.server.data_values import (FetchParams, FetchResult, PartitionData,
-                                          ProduceResult, TopicPartition)
+from kafkalite.server.data_values import FetchParams, FetchResult, PartitionData, ProduceResult
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
                                                DelayedProduce, error_text)
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
+from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
 
 log = logging.getLogger(__name__)
