@@ -148,6 +148,8 @@ SecurityDisabledError = _error(54, "SECURITY_DISABLED", False,
                                "(authorizer.class.name)")
 KafkaStorageError = _error(56, "KAFKA_STORAGE_ERROR", True,
                            "The log directory failed (disk full or I/O error)")
+LogDirNotFoundError = _error(57, "LOG_DIR_NOT_FOUND", False,
+                             "The user-specified log directory is not found in the broker config.")
 SaslAuthenticationFailedError = _error(58, "SASL_AUTHENTICATION_FAILED", False,
                                        "SASL authentication failed: check the user name, the "
                                        "password and the mechanism")

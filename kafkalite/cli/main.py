@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "perf": "perf",
     "reassign": "reassign",
     "leader-election": "leader_election",
+    "log-dirs": "log_dirs",
     "pipeline": "pipeline",
     "console": "console",
     "tour": "tour",

@@ -474,3 +474,10 @@ class AdminClient:
         from kafkalite.client import admin_acls
 
         return admin_acls.delete_acls(self, list(acl_filters))
+
+    # --- log dirs (admin_log_dirs) ------------------------------------------------------------
+    def describe_log_dirs(self, broker_ids=None) -> dict:
+        """``{broker id: {log dir: LogDirDescription}}`` of the given (default: all) brokers."""
+        from kafkalite.client import admin_log_dirs
+
+        return admin_log_dirs.describe_log_dirs(self, broker_ids)

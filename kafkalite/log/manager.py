@@ -22,6 +22,9 @@ marker was absent. Then four tasks run on the injected reactor:
 ``stopService`` flushes every log, writes the checkpoints, closes the logs and writes the
 clean-shutdown marker. All of it runs on the reactor thread (fsyncs included, synchronously).
 
+Future logs (AlterReplicaLogDirs' copies in another dir, and where a partition not hosted yet is
+to be created) are ``log.future_logs``' part of the manager.
+
 The replica manager owns high watermarks; it reads the loaded ones with
 ``high_watermark_checkpoint`` and saves them with ``write_high_watermarks``.
 
@@ -55,6 +58,7 @@ from kafkalite.log.checkpoint import (
     write_checkpoint,
 )
 from kafkalite.log.dir_failure import LogDirFailureChannel, normalize_dir, storage_error_hint
+from kafkalite.log.future_logs import FutureLogs, parse_future_dir
 from kafkalite.log.log import Log, log_dir_name, parse_topic_partition
 from kafkalite.topic_partition import TopicPartition
 
@@ -69,7 +73,7 @@ MAX_LOOP_INTERVAL_MS = 2**31 - 1
 DELETE_DIR_SUFFIX = "-delete"
 
 
-class LogManager(service.Service):
+class LogManager(FutureLogs, service.Service):
     """Owns the Log of every partition hosted on this broker."""
 
     name = "log-manager"
@@ -102,6 +106,7 @@ class LogManager(service.Service):
         self._topic_configs: dict[str, object] = dict(topic_configs or {})
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._init_future_logs()    # AlterReplicaLogDirs' copies (log.future_logs)
         self._high_watermarks: dict[str, dict[TopicPartition, int]] = {}
         self._loops: list[task.LoopingCall] = []
         self.loaded = False
@@ -158,6 +163,7 @@ class LogManager(service.Service):
             self._dir_of.pop(tp, None)
             self._logs.pop(tp).close_handlers()
         self._offline_logs.update(gone)
+        self._drop_future_logs_in(data_dir, gone)
         self._high_watermarks.pop(data_dir, None)
         log.warning("stopped serving %d log(s) in the failed log dir %s; live log dirs: %s",
                     len(gone), data_dir, ", ".join(self.live_dirs) or "none")
@@ -184,6 +190,7 @@ class LogManager(service.Service):
         if self._cleaner_call is not None and self._cleaner_call.active():
             self._cleaner_call.cancel()
         self._cleaner_call = None
+        self._close_future_logs()
         clean = True
         for tp, log_ in list(self._logs.items()):
             if self.failure_channel.is_offline(self._dir_of[tp]):
@@ -254,6 +261,7 @@ class LogManager(service.Service):
             except OSError as exc:  # this dir's disk fails: go on with the others (Kafka's JBOD)
                 for log_ in loaded.values():
                     log_.close_handlers()
+                self._drop_future_logs_in(data_dir, [])
                 self._report(data_dir, exc, f"load the logs in {data_dir}")
                 self._stopped_dirs.add(data_dir)
                 hosted = _partition_dirs(data_dir)
@@ -291,6 +299,11 @@ class LogManager(service.Service):
             if name.endswith(DELETE_DIR_SUFFIX):
                 log.info("removing log directory marked for deletion: %s", path)
                 shutil.rmtree(path, ignore_errors=True)
+                continue
+            future = parse_future_dir(name)
+            if future is not None:       # a move interrupted by the restart: it goes on
+                self._future_logs[future] = self._load_future_log(
+                    data_dir, name, future, clean)
                 continue
             tp = parse_topic_partition(name)
             if tp is None:
@@ -333,7 +346,7 @@ class LogManager(service.Service):
         _check_topic(topic)
         if partition < 0:
             raise ValueError(f"partition must be >= 0, got {partition}")
-        data_dir = self._choose_dir()
+        data_dir = self._dir_for_new_log(tp)
         path = os.path.join(data_dir, log_dir_name(topic, partition))
         try:
             created = Log(path, self.config_for(topic), self.clock_ms, clean_shutdown=True,
@@ -363,6 +376,7 @@ class LogManager(service.Service):
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove the partition's log. False if there was none."""
         tp = (topic, partition)
+        self.remove_future_log(tp)
         log_ = self._logs.pop(tp, None)
         data_dir = self._dir_of.pop(tp, None)
         if log_ is None:
@@ -397,7 +411,7 @@ class LogManager(service.Service):
     def update_config(self, topic: str, config) -> None:
         """New settings for a topic (from /config/topics/<t>), applied to its live logs."""
         self._topic_configs[topic] = config
-        for (t, _p), log_ in self._logs.items():
+        for (t, _p), log_ in [*self._logs.items(), *self._future_logs.items()]:
             if t == topic:
                 log_.update_config(config)
 
@@ -417,8 +431,8 @@ class LogManager(service.Service):
         now = self.clock_ms()
         deleted = 0
         for tp, log_ in list(self._logs.items()):
-            if self.failure_channel.is_offline(log_.parent_dir):
-                continue
+            if self.failure_channel.is_offline(log_.parent_dir) or self.is_moving(tp):
+                continue     # a moving log is left alone, as Kafka pauses its cleaning
             try:
                 if chosen(log_):
                     if compact:

@@ -66,6 +66,8 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     31: (Check(Op.ALTER, Res.CLUSTER),),                                                 # DeleteAcls
     32: (Check(Op.DESCRIBE_CONFIGS, Res.CLUSTER), Check(Op.DESCRIBE_CONFIGS, Res.TOPIC)),  # DescribeConfigs
     33: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # AlterConfigs
+    34: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterReplicaLogDirs
+    35: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeLogDirs
     36: (),                                                                               # SaslAuthenticate
     37: (Check(Op.ALTER, Res.TOPIC),),                                                   # CreatePartitions
     42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups

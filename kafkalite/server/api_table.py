@@ -33,9 +33,11 @@ from kafkalite.protocol.kafka.convert import cluster as cluster_convert
 from kafkalite.protocol.kafka.convert import configs as config_convert
 from kafkalite.protocol.kafka.convert import data as data_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
+from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
 from kafkalite.protocol.kafka.convert import metadata as metadata_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
+from kafkalite.server import log_dir_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
                               producer_id_apis, topic_apis)
@@ -220,9 +222,18 @@ def _acl_rows():
     ]
 
 
+def _log_dir_rows():
+    return [
+        ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, 2, log_dir_apis.handle_describe_log_dirs,
+                log_dir_convert.DESCRIBE_LOG_DIRS),
+        ApiSpec(ApiKey.ALTER_REPLICA_LOG_DIRS, 2, log_dir_apis.handle_alter_replica_log_dirs,
+                log_dir_convert.ALTER_REPLICA_LOG_DIRS),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
-            + _admin_rows() + _group_rows() + _acl_rows())
+            + _admin_rows() + _group_rows() + _acl_rows() + _log_dir_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

@@ -31,6 +31,7 @@ from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
+from kafkalite.server.replica_alter_log_dirs import ReplicaAlterLogDirs
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +68,20 @@ class ReplicaManager:
         # partition known there but not hosted here answers NOT_LEADER_OR_FOLLOWER
         self.partition_known = partition_known or (lambda topic, partition: False)
         self._isr_check = None
+        # AlterReplicaLogDirs: replicas moving between this broker's data dirs
+        self.alter_log_dirs = ReplicaAlterLogDirs(self, log_manager, reactor)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         self._isr_check = task.LoopingCall(self.maybe_shrink_isr)
         self._isr_check.clock = self.reactor
         self._isr_check.start(max(self.replica_lag_time_max_ms / 2000.0, 0.1), now=False)
+        self.alter_log_dirs.start()
 
     def stop(self) -> None:
         if self._isr_check is not None and self._isr_check.running:
             self._isr_check.stop()
+        self.alter_log_dirs.stop()
         self.produce_purgatory.complete_all()
         self.fetch_purgatory.complete_all()
         self.delete_records_purgatory.complete_all()

@@ -10,7 +10,6 @@ never sends UpdateFeatures and describes through ApiVersions, which kafkalite se
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from kazoo.client import KazooClient
@@ -66,35 +65,6 @@ def test_leader_election_moves_leadership_to_the_preferred_replica(zookeeper, ka
         f"Successfully completed leader election (PREFERRED) for partitions {topic}-0\n",
         f"Valid replica already elected for partitions {topic}-0\n"]
     assert outputs[KAFKALITE] == outputs[KAFKA]
-
-
-@pytest.mark.xfail(strict=True, reason=_issue_23("DescribeLogDirs"))
-def test_log_dirs_describe(kafka_systems):
-    topic = unique("tu-dirs")
-    for name in ORACLE_FIRST:
-        cluster = kafka_systems[name]
-        bs = cluster.bootstrap_servers
-        tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", topic,
-             "--replica-assignment", "1:2")
-        wait_for_leaders(bs, topic, 1)
-        produce(bs, topic, [(None, b"x" * 100) for _ in range(3)])
-        out = tool("kafka-log-dirs", "--bootstrap-server", bs, "--describe",
-                   "--topic-list", topic).stdout
-        assert "Received log directory information from brokers 1,2,3" in out, out
-        report = json.loads(out.strip().splitlines()[-1])
-        dirs = {b["broker"]: b["logDirs"] for b in report["brokers"]}
-        assert sorted(dirs) == [1, 2, 3]
-        for broker_id, logdirs in dirs.items():
-            assert [d["logDir"] for d in logdirs] == [cluster.brokers[broker_id].log_dir]
-            assert all(d["error"] is None for d in logdirs)
-            partitions = logdirs[0]["partitions"]
-            if broker_id == 3:
-                assert partitions == []
-                continue
-            segment = os.path.join(cluster.brokers[broker_id].log_dir, f"{topic}-0",
-                                   "00000000000000000000.log")
-            assert partitions == [{"partition": f"{topic}-0", "size": os.path.getsize(segment),
-                                   "offsetLag": 0, "isFuture": False}], (name, partitions)
 
 
 @pytest.mark.xfail(strict=True, reason=_issue_23(

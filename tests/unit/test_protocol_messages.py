@@ -231,6 +231,10 @@ REQUEST_SAMPLES = [
     sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
     sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
     sm.DescribeClusterRequest(include_cluster_authorized_operations=True),
+    sm.DescribeLogDirsRequest(topics=[sm.DescribeLogDirsTopic("t", [0, 2])]),
+    sm.DescribeLogDirsRequest(topics=None),
+    sm.AlterReplicaLogDirsRequest(dirs=[sm.AlterReplicaLogDir("/d2", [
+        sm.AlterReplicaLogDirTopic("t", [0, 1])])]),
 ]
 
 RESPONSE_SAMPLES = [
@@ -321,6 +325,13 @@ RESPONSE_SAMPLES = [
         sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
     sm.DescribeClusterResponse(cluster_id="c", controller_id=2, brokers=[
         sm.DescribeClusterBroker(1, "h", 9092, None), sm.DescribeClusterBroker(2, "h", 9093, "r")]),
+    sm.DescribeLogDirsResponse(results=[
+        sm.DescribeLogDirsResult(0, "/d1", [sm.DescribeLogDirsTopicResult("t", [
+            sm.DescribeLogDirsPartition(0, 1234, 0, False),
+            sm.DescribeLogDirsPartition(0, 100, 7, True)])]),
+        sm.DescribeLogDirsResult(56, "/d2", [])]),
+    sm.AlterReplicaLogDirsResponse(results=[sm.AlterReplicaLogDirTopicResult("t", [
+        sm.AlterReplicaLogDirPartitionResult(0, 0), sm.AlterReplicaLogDirPartitionResult(1, 9)])]),
 ]
 
 
@@ -343,6 +354,7 @@ def test_api_keys_are_kafkas_numbers():
                 "OFFSET_DELETE": 47, "SASL_HANDSHAKE": 17, "SASL_AUTHENTICATE": 36,
                 "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31,
                 "DESCRIBE_CLUSTER": 60}
+    expected.update(DESCRIBE_LOG_DIRS=35, ALTER_REPLICA_LOG_DIRS=34)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 

@@ -49,7 +49,6 @@ ALLOWLIST: dict[str, str] = {
         "has for a malformed request"),
     # --- admin APIs kafkalite does not serve --------------------------------------------------
     "elect-leaders": "issue 23: ElectLeaders (KIP-460) is not served",
-    "describe-log-dirs": "issue 23: DescribeLogDirs is not served (the connection is closed)",
     "list-partition-reassignments": (
         "issue 23: ListPartitionReassignments (KIP-455) is not served (the connection is "
         "closed)"),
