@@ -186,6 +186,17 @@ NoReassignmentInProgressError = _error(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
 GroupSubscribedToTopicError = _error(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
                                      "The group is subscribed to the topic of the offsets")
 InvalidRecordError = _error(87, "INVALID_RECORD", False, "A record failed validation")
+# KIP-554's SCRAM credential errors and KIP-584's feature update failure (Kafka's messages)
+ResourceNotFoundError = _error(91, "RESOURCE_NOT_FOUND", False,
+                               "A request illegally referred to a resource that does not exist.")
+DuplicateResourceError = _error(92, "DUPLICATE_RESOURCE", False,
+                                "A request illegally referred to the same resource twice.")
+UnacceptableCredentialError = _error(93, "UNACCEPTABLE_CREDENTIAL", False,
+                                     "Requested credential would not meet criteria for "
+                                     "acceptability.")
+FeatureUpdateFailedError = _error(96, "FEATURE_UPDATE_FAILED", False,
+                                  "Unable to update finalized features due to an unexpected "
+                                  "server error.")
 
 # --- client- and process-side errors (never on the wire) ---------------------------------------
 UnstableOffsetCommitError = _error(88, "UNSTABLE_OFFSET_COMMIT", True,

@@ -73,6 +73,9 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups
     44: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # IncrementalAlterConfigs
     47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete
+    50: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeUserScramCredentials
+    51: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterUserScramCredentials
+    57: (Check(Op.ALTER, Res.CLUSTER),),                                                 # UpdateFeatures
     60: (Check(Op.DESCRIBE, Res.CLUSTER),),     # DescribeCluster: its authorized operations
 }
 

@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 from dataclasses import dataclass
 
 from scramp import ScramMechanism
 
-__all__ = ["SCRAM_MECHANISMS", "MIN_ITERATIONS", "ScramCredential", "make_credential",
+__all__ = ["SCRAM_MECHANISMS", "MIN_ITERATIONS", "MAX_ITERATIONS", "MECHANISM_TYPES",
+           "ScramCredential", "make_credential", "credential_from_salted_password",
            "credential_to_string", "credential_from_string", "credential_from_config_value",
            "is_scram"]
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 MIN_ITERATIONS = 4096            # Kafka's minimum for both mechanisms
 MAX_ITERATIONS = 16384           # and its maximum
+#: Kafka's ScramMechanism type bytes (KIP-554's requests and answers carry these; 0 is UNKNOWN)
+MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+_HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 
 
 def is_scram(mechanism: str) -> bool:
@@ -60,6 +66,19 @@ def make_credential(mechanism: str, password: str, iterations: int = MIN_ITERATI
     salt_, stored, server, count = ScramMechanism(mechanism).make_auth_info(
         password, iteration_count=iterations, salt=salt)
     return ScramCredential(salt_, stored, server, count)
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, salted_password: bytes,
+                                    iterations: int) -> ScramCredential:
+    """The credential of a password the client already salted (AlterUserScramCredentials sends
+    Hi(password, salt, iterations), never the password): RFC 5802's keys, as Kafka's
+    ScramFormatter.generateCredential. scramp has no public call for this step, so it is done
+    here with the same hash scramp uses for the mechanism."""
+    _check_mechanism(mechanism)
+    digest = _HASHES[mechanism]
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
+    return ScramCredential(bytes(salt), digest(client_key).digest(), server_key, iterations)
 
 
 def credential_to_string(credential: ScramCredential) -> str:

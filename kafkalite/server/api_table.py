@@ -32,11 +32,16 @@ from kafkalite.protocol.kafka.convert import admin as admin_convert
 from kafkalite.protocol.kafka.convert import cluster as cluster_convert
 from kafkalite.protocol.kafka.convert import configs as config_convert
 from kafkalite.protocol.kafka.convert import data as data_convert
+from kafkalite.protocol.kafka.convert import features as feature_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
 from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
 from kafkalite.protocol.kafka.convert import metadata as metadata_convert
+from kafkalite.protocol.kafka.convert import scram as scram_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
+from kafkalite.server import feature_apis
+from kafkalite.server import scram_apis
+from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
@@ -133,10 +138,19 @@ def _key(spec: ApiSpec) -> int:
 # --- handlers that belong to the table itself ----------------------------------------------------
 
 def handle_api_versions(broker, ctx, request: m.ApiVersionsRequest) -> m.ApiVersionsResponse:
-    """Each protocol's ranges, from the table (Kafka's: what Kafka 2.8 advertises)."""
+    """Each protocol's ranges, from the table (Kafka's: what Kafka 2.8 advertises), and the
+    features (KIP-584): the supported ones (none in Kafka 2.8) and the finalized ones of the
+    broker's ``feature_cache`` (a broker without one, in tests, knows none)."""
     ranges = native_ranges() if ctx.protocol == "native" else kafka_ranges()
-    return m.ApiVersionsResponse(api_versions=[m.ApiVersionRange(key, low, high)
-                                               for key, (low, high) in ranges.items()])
+    features = getattr(broker, "feature_cache", None)
+    return m.ApiVersionsResponse(
+        api_versions=[m.ApiVersionRange(key, low, high) for key, (low, high) in ranges.items()],
+        supported_features=[m.SupportedFeature(name, low, high)
+                            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())],
+        finalized_features_epoch=UNKNOWN_EPOCH if features is None else features.epoch,
+        finalized_features=[] if features is None else [
+            m.FinalizedFeature(name, low, high)
+            for name, (low, high) in sorted(features.features.items())])
 
 
 # Each family's rows are one block: its handlers' module and its Kafka converters' module.
@@ -231,9 +245,24 @@ def _log_dir_rows():
     ]
 
 
+def _scram_and_feature_rows():
+    # KIP-554's SCRAM credentials and KIP-584's finalized features through the brokers
+    return [
+        ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
+                scram_apis.handle_describe_user_scram_credentials,
+                scram_convert.DESCRIBE_USER_SCRAM_CREDENTIALS),
+        ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0,
+                scram_apis.handle_alter_user_scram_credentials,
+                scram_convert.ALTER_USER_SCRAM_CREDENTIALS),
+        ApiSpec(ApiKey.UPDATE_FEATURES, 0, feature_apis.handle_update_features,
+                feature_convert.UPDATE_FEATURES),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
-            + _admin_rows() + _group_rows() + _acl_rows() + _log_dir_rows())
+            + _admin_rows() + _group_rows() + _acl_rows() + _log_dir_rows()
+            + _scram_and_feature_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

@@ -36,6 +36,7 @@ from kafkalite.protocol.channel import BrokerChannel
 from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.dynamic_config import BrokerDynamicConfig
+from kafkalite.server.feature_cache import FinalizedFeatureCache
 from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
@@ -94,6 +95,8 @@ class BrokerService(service.MultiService):
             self._registered_broker_epoch)
         # admin answers that wait for UpdateMetadata (CreateTopics, DeleteTopics, ...)
         self.metadata_waits = MetadataWaits(reactor)
+        # the cluster's finalized features, from /feature (KIP-584: ApiVersions, UpdateFeatures)
+        self.feature_cache = FinalizedFeatureCache()
         self.dispatcher = ApiDispatcher(self)
         self.controller: Controller | None = None
         self.log_dir_failure_handler: LogDirFailureHandler | None = None   # once logs loaded
@@ -140,6 +143,7 @@ class BrokerService(service.MultiService):
         await self.deferred_zk.run(secure_persistent_paths, self.zk, config.zookeeper_set_acl)
         self.cluster_id = await self.deferred_zk.get_or_create_cluster_id()
         await self.security.start(self.zk, self.deferred_zk)
+        self.feature_cache.start(self.zk)     # before serving: ApiVersions reports it
         # dynamic broker configs (/config/brokers/<default>, /config/brokers/<id>) before the
         # logs load, so that their topic defaults apply from the start (Kafka's order)
         try:
@@ -361,6 +365,7 @@ class BrokerService(service.MultiService):
         for port in self._listening_ports.values():
             await port.stopListening()
         self.security.stop()
+        self.feature_cache.stop()
         for connection in list(self.dispatcher.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()

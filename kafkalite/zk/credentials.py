@@ -61,6 +61,29 @@ class UserConfigZkStore:
         self._announce(user)
         return config
 
+    def replace(self, user: str, config: Mapping[str, str]) -> None:
+        """Write the user's whole config and announce the change, as Kafka 2.8's
+        AdminZkClient.changeConfigs does for AlterUserScramCredentials: the znode stays, even
+        with no keys left (``{"version":1,"config":{}}``)."""
+        path = s_config.user_config_path(user)
+        self.zk._create_or_set(path, s_config.EntityConfig(dict(config)).encode(),
+                               acl=sensitive_acl(self.zk, path))
+        restrict_if_sensitive(self.zk, path)
+        self._announce(user)
+
+    def users_as_stored(self) -> list[str]:
+        """The children of ``/config/users`` as they are (sanitized names, Kafka's
+        fetchAllEntityConfigs keys)."""
+        return list(self.zk.get_children(s_config.config_entity_type_path(s_config.USERS)))
+
+    def get_stored(self, child: str) -> dict[str, str]:
+        """The config of the child ``child`` of ``/config/users`` (a sanitized name)."""
+        path = s_config.config_entity_path(s_config.USERS, child)
+        got = self.zk.get_data(path)
+        if got is None:
+            return {}
+        return dict(s_config.EntityConfig.decode(got[0], got[1], path=path).config)
+
     def _announce(self, user: str) -> None:
         note = s_config.ConfigChangeNotification.for_user(user).encode()
         try:

@@ -231,6 +231,13 @@ REQUEST_SAMPLES = [
     sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
     sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
     sm.DescribeClusterRequest(include_cluster_authorized_operations=True),
+    sm.DescribeUserScramCredentialsRequest(users=["alice", ""]),
+    sm.DescribeUserScramCredentialsRequest(users=None),
+    sm.AlterUserScramCredentialsRequest(
+        deletions=[sm.ScramCredentialDeletion("bob", 2)],
+        upsertions=[sm.ScramCredentialUpsertion("alice", 1, 8192, b"salt", b"\x01" * 32)]),
+    sm.UpdateFeaturesRequest(timeout_ms=5000,
+                             feature_updates=[sm.FeatureUpdate("f", 0, True)]),
     sm.DescribeLogDirsRequest(topics=[sm.DescribeLogDirsTopic("t", [0, 2])]),
     sm.DescribeLogDirsRequest(topics=None),
     sm.AlterReplicaLogDirsRequest(dirs=[sm.AlterReplicaLogDir("/d2", [
@@ -325,6 +332,19 @@ RESPONSE_SAMPLES = [
         sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
     sm.DescribeClusterResponse(cluster_id="c", controller_id=2, brokers=[
         sm.DescribeClusterBroker(1, "h", 9092, None), sm.DescribeClusterBroker(2, "h", 9093, "r")]),
+    sm.DescribeUserScramCredentialsResponse(results=[
+        sm.DescribeUserScramCredentialsResult("alice", 0, None, [
+            sm.ScramCredentialInfo(1, 8192), sm.ScramCredentialInfo(2, 4096)]),
+        sm.DescribeUserScramCredentialsResult("bob", 91, "no such user", [])]),
+    sm.AlterUserScramCredentialsResponse(results=[
+        sm.AlterUserScramCredentialsResult("alice", 0, None),
+        sm.AlterUserScramCredentialsResult("bob", 93, "Too few iterations")]),
+    sm.UpdateFeaturesResponse(error_code=0, results=[
+        sm.UpdatableFeatureResult("f", 42, "Can not delete non-existing finalized feature.")]),
+    ApiVersionsResponse(api_versions=[ApiVersionRange(18, 0, 3)],
+                        supported_features=[sm.SupportedFeature("f", 1, 2)],
+                        finalized_features_epoch=3,
+                        finalized_features=[sm.FinalizedFeature("f", 1, 2)]),
     sm.DescribeLogDirsResponse(results=[
         sm.DescribeLogDirsResult(0, "/d1", [sm.DescribeLogDirsTopicResult("t", [
             sm.DescribeLogDirsPartition(0, 1234, 0, False),
@@ -354,6 +374,8 @@ def test_api_keys_are_kafkas_numbers():
                 "OFFSET_DELETE": 47, "SASL_HANDSHAKE": 17, "SASL_AUTHENTICATE": 36,
                 "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31,
                 "DESCRIBE_CLUSTER": 60}
+    expected.update(DESCRIBE_USER_SCRAM_CREDENTIALS=50, ALTER_USER_SCRAM_CREDENTIALS=51,
+                    UPDATE_FEATURES=57)
     expected.update(DESCRIBE_LOG_DIRS=35, ALTER_REPLICA_LOG_DIRS=34)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"

@@ -29,8 +29,8 @@ ALLOWLIST: dict[str, str] = {
     # --- topics / metadata -----------------------------------------------------------------
     "api-versions-full-table": (
         "issue 23: kafkalite does not advertise Kafka 2.8's transaction, reassignment, quota, "
-        "delegation-token, log-dir, SCRAM-admin, ElectLeaders, DescribeProducers, "
-        "UpdateFeatures and broker-only APIs, nor versions below kio's minima"),
+        "delegation-token, log-dir, ElectLeaders, DescribeProducers and broker-only "
+        "APIs, nor versions below kio's minima"),
     # --- produce / fetch ---------------------------------------------------------------------
     "fetch-from-follower": (
         "issue 23: Fetch v11+ from a consumer may read from a follower in Kafka 2.8 "
@@ -52,8 +52,6 @@ ALLOWLIST: dict[str, str] = {
     "list-partition-reassignments": (
         "issue 23: ListPartitionReassignments (KIP-455) is not served (the connection is "
         "closed)"),
-    "describe-scram-credentials": (
-        "issue 23: DescribeUserScramCredentials (KIP-554) is not served"),
     # --- ACLs (the authorizer pair) ---------------------------------------------------------
     "acl-invalid-bindings": (
         "Kafka bug: Kafka 2.8 answers a CreateAcls binding it cannot build (resource type or "

@@ -10,9 +10,18 @@ __all__ = ["API_VERSIONS", "DESCRIBE_CLUSTER", "SASL_HANDSHAKE", "SASL_AUTHENTIC
 
 
 def _api_versions_response(r: m.ApiVersionsResponse, version: int) -> dict:
+    # v3's KIP-584 tagged fields; kio leaves out the ones at their default (no features, epoch
+    # -1), as Kafka's serializer does
     return {"error_code": r.error_code, "throttle_time": r.throttle_time_ms,
             "api_keys": [{"api_key": v.api_key, "min_version": v.min_version,
-                          "max_version": v.max_version} for v in r.api_versions]}
+                          "max_version": v.max_version} for v in r.api_versions],
+            "supported_features": [{"name": f.name, "min_version": f.min_version,
+                                    "max_version": f.max_version}
+                                   for f in r.supported_features],
+            "finalized_features_epoch": r.finalized_features_epoch,
+            "finalized_features": [{"name": f.name, "min_version_level": f.min_version_level,
+                                    "max_version_level": f.max_version_level}
+                                   for f in r.finalized_features]}
 
 
 API_VERSIONS = Converter(lambda entity, version: m.ApiVersionsRequest(),

@@ -12,10 +12,12 @@ from __future__ import annotations
 from kafkalite.testing.conformance.catalogue import (acls, admin, configs, groups,
                                                      produce_fetch, retention, security,
                                                      topics)
+from kafkalite.testing.conformance.catalogue import scram_features
 from kafkalite.testing.conformance.catalogue import log_dirs
 from kafkalite.testing.conformance.scenario import Scenario
 
-MODULES = (topics, produce_fetch, groups, configs, admin, security, acls, retention)
+MODULES = (topics, produce_fetch, groups, configs, admin, security, acls, retention,
+           scram_features)
 MODULES += (log_dirs,)
 
 SCENARIOS: list[Scenario] = [s for module in MODULES for s in module.family.scenarios]
