@@ -10,27 +10,13 @@ import pytest
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
-from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import admin as convert
 from kafkalite.protocol.kafka.entities import topic_uuid
-from kafkalite.server.api_table import TABLE
+
+from kafka_wire import (advertised_versions as _versions, request_entity as _request,
+                        response_round_trip as _round_trip)
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"        # base64url of UUID int 1
-
-
-def _versions(api_key):
-    low, high = TABLE[api_key].kafka_versions
-    return list(range(low, high + 1))
-
-
-def _request(api_key: int, version: int, body: dict):
-    """A kio request entity as the broker decodes it off the wire."""
-    return codec.decode_request(codec.encode_request(api_key, version, 7, "test", body))[1]
-
-
-def _round_trip(api_key: int, version: int, values: dict):
-    return codec.decode_response(api_key, version,
-                                 codec.encode_response(api_key, version, 7, values))[1]
 
 
 def test_topic_ids_read_as_kafkalite_keeps_them():

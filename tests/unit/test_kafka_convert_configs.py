@@ -10,23 +10,14 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import configs as convert
-from kafkalite.server.api_table import TABLE
+
+from kafka_wire import advertised_versions as _versions, response_round_trip as _round_trip
 
 TOPIC, BROKER, LOGGER = 2, 4, 8
 
 
-def _versions(api_key):
-    low, high = TABLE[api_key].kafka_versions
-    return list(range(low, high + 1))
-
-
 def _request(api_key: int, version: int, body: dict):
     return codec.decode_request(codec.encode_request(api_key, version, 7, "test", body))[1]
-
-
-def _round_trip(api_key: int, version: int, values: dict):
-    return codec.decode_response(api_key, version,
-                                 codec.encode_response(api_key, version, 7, values))[1]
 
 
 # --- DescribeConfigs -------------------------------------------------------------------------

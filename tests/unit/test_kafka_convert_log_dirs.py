@@ -10,21 +10,12 @@ from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import log_dirs as convert
-from kafkalite.server.api_table import TABLE
 
-
-def _versions(api_key):
-    low, high = TABLE[api_key].kafka_versions
-    return list(range(low, high + 1))
+from kafka_wire import advertised_versions as _versions, response_round_trip as _round_trip
 
 
 def _request(api_key: int, version: int, body: dict):
     return codec.decode_request(codec.encode_request(api_key, version, 7, "test", body))[1]
-
-
-def _round_trip(api_key: int, version: int, values: dict):
-    return codec.decode_response(api_key, version,
-                                 codec.encode_response(api_key, version, 7, values))[1]
 
 
 def test_log_dir_apis_are_advertised_as_kafka_28():
