@@ -61,10 +61,6 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "transaction.state.log.load.buffer.size", "transaction.state.log.min.isr",
         "transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
         "transaction.state.log.segment.bytes", "transactional.id.expiration.ms")),
-    ("delegation tokens: kafkalite has none", (
-        "delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms",
-        "delegation.token.master.key", "delegation.token.max.lifetime.ms",
-        "delegation.token.secret.key")),
     ("password encoder of dynamic broker configs: kafkalite has no dynamic password configs", (
         "password.encoder.cipher.algorithm", "password.encoder.iterations",
         "password.encoder.key.length", "password.encoder.keyfactory.algorithm",

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kafkalite.config_defs import ConfigDef, Validator, each_one_of, one_of
+from kafkalite.config_defs import ConfigDef, Validator, at_least, each_one_of, one_of
 from kafkalite.config_kafka_names import BROKER_NO_EFFECT
 from kafkalite.errors import ConfigError
 
@@ -109,6 +109,19 @@ SECURITY_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("zookeeper.auth.digest", "password", None, "kafkalite's own: the ZooKeeper "
               "identity user:password (digest scheme) of brokers and tools; Kafka uses SASL "
               "through JAAS here, which a stock ZooKeeper lacks"),
+    # delegation tokens (KIP-48): kafkalite.server.delegation_token_manager
+    ConfigDef("delegation.token.secret.key", "password", None, "secret key that signs "
+              "delegation tokens (their HMAC); the same on every broker. Unset: tokens are "
+              "disabled"),
+    ConfigDef("delegation.token.master.key", "password", None, "DEPRECATED: an alias for "
+              "delegation.token.secret.key, used when that is not set"),
+    ConfigDef("delegation.token.max.lifetime.ms", "long", 604800000, "the longest a delegation "
+              "token lives, however often it is renewed", at_least(1)),
+    ConfigDef("delegation.token.expiry.time.ms", "long", 86400000, "how long a delegation "
+              "token lives before it must be renewed (when the request gives no period)",
+              at_least(1)),
+    ConfigDef("delegation.token.expiry.check.interval.ms", "long", 3600000, "how often the "
+              "controller removes expired delegation tokens", at_least(1)),
 )
 
 

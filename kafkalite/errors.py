@@ -155,6 +155,22 @@ SaslAuthenticationFailedError = _error(58, "SASL_AUTHENTICATION_FAILED", False,
                                        "password and the mechanism")
 ReassignmentInProgressError = _error(60, "REASSIGNMENT_IN_PROGRESS", False,
                                      "A partition reassignment is in progress for that topic")
+DelegationTokenAuthDisabledError = _error(61, "DELEGATION_TOKEN_AUTH_DISABLED", False,
+                                          "Delegation Token feature is not enabled.")
+DelegationTokenNotFoundError = _error(62, "DELEGATION_TOKEN_NOT_FOUND", False,
+                                      "Delegation Token is not found on server.")
+DelegationTokenOwnerMismatchError = _error(63, "DELEGATION_TOKEN_OWNER_MISMATCH", False,
+                                           "Specified Principal is not valid Owner/Renewer.")
+DelegationTokenRequestNotAllowedError = _error(
+    64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", False,
+    "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on "
+    "delegation token authenticated channels.")
+DelegationTokenAuthorizationFailedError = _error(65, "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+                                                 False, "Delegation Token authorization failed.")
+DelegationTokenExpiredError = _error(66, "DELEGATION_TOKEN_EXPIRED", False,
+                                     "Delegation Token is expired.")
+InvalidPrincipalTypeError = _error(67, "INVALID_PRINCIPAL_TYPE", False,
+                                   "Supplied principalType is not supported.")
 NonEmptyGroupError = _error(68, "NON_EMPTY_GROUP", False, "The group still has live members")
 GroupIdNotFoundError = _error(69, "GROUP_ID_NOT_FOUND", False, "The group does not exist")
 FetchSessionIdNotFoundError = _error(70, "FETCH_SESSION_ID_NOT_FOUND", True,

@@ -70,6 +70,12 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     35: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeLogDirs
     36: (),                                                                               # SaslAuthenticate
     37: (Check(Op.ALTER, Res.TOPIC),),                                                   # CreatePartitions
+    # the delegation token APIs: creating, renewing and expiring check the principal against
+    # the token (owner or renewer), not ACLs, in Kafka 2.8
+    38: (),                                                                               # CreateDelegationToken
+    39: (),                                                                               # RenewDelegationToken
+    40: (),                                                                               # ExpireDelegationToken
+    41: (Check(Op.DESCRIBE, Res.DELEGATION_TOKEN),),                                     # DescribeDelegationToken
     42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups
     44: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # IncrementalAlterConfigs
     47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete

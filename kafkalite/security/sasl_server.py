@@ -32,7 +32,7 @@ from kafkalite.security.scram import SCRAM_MECHANISMS, ScramCredential
 log = logging.getLogger(__name__)
 
 __all__ = ["PlainServer", "ScramServer", "SaslServerAuthenticator", "SUPPORTED_MECHANISMS",
-           "HANDSHAKE", "AUTHENTICATE", "COMPLETE", "FAILED"]
+           "HANDSHAKE", "AUTHENTICATE", "COMPLETE", "FAILED", "TokenLookup", "split_extensions"]
 
 SUPPORTED_MECHANISMS = ("PLAIN",) + SCRAM_MECHANISMS
 HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = "handshake", "authenticate", "complete", "failed"
@@ -72,27 +72,68 @@ class PlainServer:
         return b""
 
 
+#: ``token_lookup(token id)``: (the token's credential, its owner ``User:<name>``) or None
+TokenLookup = Callable[[str], "tuple[ScramCredential, str] | None"]
+
+
+def split_extensions(client_first: str) -> tuple[str, dict[str, str]]:
+    """Kafka's SCRAM extensions (RFC 5802 leaves room for them after the nonce):
+    ``n,,n=user,r=nonce,tokenauth=true`` -> (``n,,n=user,r=nonce``, {"tokenauth": "true"}).
+    scramp knows no extensions, so they are taken off before it reads the message."""
+    parts = client_first.split(",")
+    for index, part in enumerate(parts):
+        if part.startswith("r=") and index >= 3:
+            extensions = dict(p.partition("=")[::2] for p in parts[index + 1:])
+            return ",".join(parts[:index + 1]), extensions
+    return client_first, {}
+
+
 class ScramServer:
     """SCRAM-SHA-256/512 through scramp: client-first -> server-first, client-final ->
-    server-final. ``lookup(user)`` gives the stored credential or None."""
+    server-final. ``lookup(user)`` gives the stored credential or None.
 
-    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None]):
+    With the extension ``tokenauth=true`` (Kafka's delegation tokens, KIP-48) the user name is a
+    token id: ``token_lookup`` gives the token's credential (derived from its HMAC) and its
+    owner, who becomes the authorization id; the connection is then ``token_authenticated``.
+    Other extensions are ignored, as Kafka does."""
+
+    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None],
+                 token_lookup: TokenLookup | None = None):
         if mechanism not in SCRAM_MECHANISMS:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self.mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._server = ScramMechanism(mechanism).make_server(self._auth_info)
         self._step = 0
         self._user: str | None = None
+        self._token_owner: str | None = None
+        self.token_authenticated = False
         self.complete = False
         self.authorization_id: str | None = None
 
     def _auth_info(self, username: str):
-        credential = self._lookup(username)
+        if self.token_authenticated:
+            found = self._token_lookup(username) if self._token_lookup else None
+            if found is None:
+                raise KeyError(f"Token Authentication failed: Invalid tokenId : {username}")
+            credential, owner = found
+            self._token_owner = owner.partition(":")[2]
+        else:
+            credential = self._lookup(username)
         if credential is None:
             raise KeyError(username)
         self._user = username
         return credential.auth_info()
+
+    def _set_client_first(self, message: str) -> None:
+        stripped, extensions = split_extensions(message)
+        self.token_authenticated = extensions.get("tokenauth", "").lower() == "true"
+        self._server.set_client_first(stripped)
+        if stripped != message:
+            # the client's proof covers its whole client-first-bare, extensions included
+            self._server.client_first_bare = message[message.index(",", message.index(",") + 1)
+                                                     + 1:]
 
     def _failed(self) -> SaslAuthenticationFailedError:
         return SaslAuthenticationFailedError(
@@ -108,7 +149,7 @@ class ScramServer:
         if self._step == 0:
             self._step = 1
             try:
-                self._server.set_client_first(message)
+                self._set_client_first(message)
                 return self._server.get_server_first().encode("utf-8")
             except Exception as exc:  # noqa: BLE001 - unknown user or malformed message
                 log.info("%s: client-first refused (%s: %s)", self.mechanism,
@@ -125,7 +166,8 @@ class ScramServer:
                          exc)
                 raise self._failed() from None
             self.complete = True
-            self.authorization_id = self._user
+            self.authorization_id = (self._token_owner if self.token_authenticated
+                                     else self._user)
             return final.encode("utf-8")
         raise IllegalSaslStateError(f"{self.mechanism} authentication is already complete")
 
@@ -156,6 +198,8 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self._server = None
         self.principal: str | None = None
+        #: authenticated with a delegation token (which may not ask for tokens itself)
+        self.token_authenticated = False
 
     @property
     def complete(self) -> bool:
@@ -189,4 +233,5 @@ class SaslServerAuthenticator:
         if self._server.complete:
             self.state = COMPLETE
             self.principal = f"User:{self._server.authorization_id}"
+            self.token_authenticated = getattr(self._server, "token_authenticated", False)
         return answer

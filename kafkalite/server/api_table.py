@@ -32,6 +32,7 @@ from kafkalite.protocol.kafka.convert import admin as admin_convert
 from kafkalite.protocol.kafka.convert import cluster as cluster_convert
 from kafkalite.protocol.kafka.convert import configs as config_convert
 from kafkalite.protocol.kafka.convert import data as data_convert
+from kafkalite.protocol.kafka.convert import delegation_tokens as token_convert
 from kafkalite.protocol.kafka.convert import features as feature_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
 from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
@@ -39,6 +40,7 @@ from kafkalite.protocol.kafka.convert import metadata as metadata_convert
 from kafkalite.protocol.kafka.convert import scram as scram_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
+from kafkalite.server import delegation_token_apis
 from kafkalite.server import feature_apis
 from kafkalite.server import scram_apis
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
@@ -259,10 +261,28 @@ def _scram_and_feature_rows():
     ]
 
 
+def _delegation_token_rows():
+    return [
+        ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 2,
+                delegation_token_apis.handle_create_delegation_token,
+                token_convert.CREATE_DELEGATION_TOKEN),
+        ApiSpec(ApiKey.RENEW_DELEGATION_TOKEN, 2,
+                delegation_token_apis.handle_renew_delegation_token,
+                token_convert.RENEW_DELEGATION_TOKEN),
+        ApiSpec(ApiKey.EXPIRE_DELEGATION_TOKEN, 2,
+                delegation_token_apis.handle_expire_delegation_token,
+                token_convert.EXPIRE_DELEGATION_TOKEN),
+        ApiSpec(ApiKey.DESCRIBE_DELEGATION_TOKEN, 2,
+                delegation_token_apis.handle_describe_delegation_token,
+                token_convert.DESCRIBE_DELEGATION_TOKEN),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
             + _admin_rows() + _group_rows() + _acl_rows() + _log_dir_rows()
-            + _scram_and_feature_rows())
+            + _scram_and_feature_rows()
+            + _delegation_token_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

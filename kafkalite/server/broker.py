@@ -164,6 +164,9 @@ class BrokerService(service.MultiService):
             channel_manager_factory=partial(ControllerChannelManager,
                                             connect=self.security.controller_connect))
         self.controller.start()
+        # Kafka's controller runs the delegation token expiry check
+        self.security.tokens.is_controller = lambda: (self.controller is not None
+                                                      and self.controller.is_active)
         self._loop(self._checkpoint_high_watermarks,
                    config.replica_high_watermark_checkpoint_interval_ms / 1000.0)
         self._loop(self._flush_isr_notifications, ISR_NOTIFICATION_INTERVAL_S)
@@ -177,7 +180,8 @@ class BrokerService(service.MultiService):
             factory = BrokerFactory(self.dispatcher, self.config.socket_request_max_bytes,
                                     listener.name,
                                     listener_security=self.security.listeners[listener.name],
-                                    scram_lookup=self.security.scram_lookup)
+                                    scram_lookup=self.security.scram_lookup,
+                                    token_lookup=self.security.token_lookup)
             port = self.security.listen(self.reactor, listener, factory)
             self._listening_ports[listener.name] = port
         inter = self.config.inter_broker_listener

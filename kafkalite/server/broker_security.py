@@ -1,5 +1,6 @@
 """A broker's security, set up from its config: each listener's protocol (TLS contexts, SASL
-mechanisms), the SCRAM credentials it accepts (from ZooKeeper's ``/config/users``), the ACL
+mechanisms), the SCRAM credentials it accepts (from ZooKeeper's ``/config/users``), its
+delegation tokens (``delegation_token_manager``), the ACL
 authorizer (``authorizer.class.name``) and how it connects to other brokers
 (``security.inter.broker.protocol``). ``BrokerService`` owns one.
 
@@ -24,6 +25,7 @@ from kafkalite.security.settings import (
     ClientSecurity, ListenerSecurity, inter_broker_security, listener_security,
 )
 from kafkalite.security.tls import server_context_factory
+from kafkalite.server.delegation_token_manager import DelegationTokenManager
 from kafkalite.zk.acls import AclZkStore
 from kafkalite.zk.credentials import UserConfigZkStore
 
@@ -47,6 +49,7 @@ class BrokerSecurity:
         self.controller_connect = broker_connector(
             inter_broker_security(config, config.controller_listener))
         self.credentials = ScramCredentialCache()
+        self.tokens = DelegationTokenManager.from_config(config)
         self.authorizer: AclAuthorizer | None = None
         self._authorizer_wanted = bool(config.authorizer_class_name)
         if config.authorizer_class_name and config.authorizer_class_name != ACL_AUTHORIZER:
@@ -61,6 +64,10 @@ class BrokerSecurity:
 
     def scram_lookup(self, mechanism: str, user: str):
         return self.credentials.lookup(mechanism, user)
+
+    def token_lookup(self, mechanism: str, token_id: str):
+        """A delegation token's SCRAM credential and owner (token authentication)."""
+        return self.tokens.scram_credential(mechanism, token_id)
 
     # --- listening ------------------------------------------------------------------------------
     def listen(self, reactor, listener, factory):
@@ -83,6 +90,7 @@ class BrokerSecurity:
             self._config_watch = zk.watch_children(zk_schema.CONFIG_CHANGES_PATH,
                                                    lambda _children: self._reload(store))
             log.info("SCRAM credentials loaded for %d user(s)", len(self.credentials.users()))
+        yield self.tokens.start(zk, deferred_zk)
         if self._authorizer_wanted:
             settings = AuthorizerSettings(parse_super_users(self.config.super_users),
                                           self.config.allow_everyone_if_no_acl_found)
@@ -96,6 +104,7 @@ class BrokerSecurity:
                                            f.getErrorMessage()))
 
     def stop(self) -> None:
+        self.tokens.stop()
         if self._config_watch is not None:
             self._config_watch.cancel()
             self._config_watch = None

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 __all__ = ["ConnectionSecurity", "ScramLookup", "PRE_AUTHENTICATION_MAX_FRAME_BYTES"]
 
 ScramLookup = Callable[[str, str], ScramCredential | None]     # (mechanism, user) -> credential
+#: (mechanism, token id) -> (the token's credential, its owner) or None: delegation tokens
+TokenCredentialLookup = Callable[[str, str], "tuple[ScramCredential, str] | None"]
 
 #: the largest frame a SASL listener reads before authentication (Kafka's
 #: sasl.server.max.receive.size default): an unauthenticated client cannot make it buffer more
@@ -42,10 +44,12 @@ PRE_AUTHENTICATION_MAX_FRAME_BYTES = 524288
 
 
 class ConnectionSecurity:
-    def __init__(self, listener: ListenerSecurity | None, scram_lookup: ScramLookup | None = None):
+    def __init__(self, listener: ListenerSecurity | None, scram_lookup: ScramLookup | None = None,
+                 token_lookup: TokenCredentialLookup | None = None):
         self.listener = listener
         self.principal = ANONYMOUS
         self._scram_lookup = scram_lookup
+        self._token_lookup = token_lookup
         self.sasl: SaslServerAuthenticator | None = None
         #: set by a failed handshake or authentication: the answer goes out, then the
         #: connection closes (Kafka's rule)
@@ -58,6 +62,11 @@ class ConnectionSecurity:
         return cls(None)
 
     @property
+    def token_authenticated(self) -> bool:
+        """Authenticated with a delegation token (SCRAM with ``tokenauth=true``)."""
+        return self.sasl is not None and self.sasl.token_authenticated
+
+    @property
     def authenticated(self) -> bool:
         return self.sasl is None or self.sasl.state == COMPLETE
 
@@ -68,7 +77,10 @@ class ConnectionSecurity:
         if mechanism == "PLAIN":
             return PlainServer(self.listener.plain_users)
         lookup = self._scram_lookup or (lambda mech, user: None)
-        return ScramServer(mechanism, lambda user: lookup(mechanism, user))
+        tokens = self._token_lookup
+        return ScramServer(mechanism, lambda user: lookup(mechanism, user),
+                           None if tokens is None else (lambda token_id: tokens(mechanism,
+                                                                                token_id)))
 
     # --- TLS -----------------------------------------------------------------------------------
     def tls_handshake_completed(self, peer_certificate) -> None:

@@ -236,15 +236,17 @@ class BrokerFactory(Factory):
     listener demands; ``scram_lookup(mechanism, user)`` gives SCRAM credentials."""
 
     def __init__(self, dispatcher, max_frame_bytes: int, listener_name: str = "PLAINTEXT",
-                 listener_security=None, scram_lookup=None):
+                 listener_security=None, scram_lookup=None, token_lookup=None):
         self.dispatcher = dispatcher
         self.max_frame_bytes = max_frame_bytes
         self.listener_name = listener_name
         self.listener_security = listener_security
         self.scram_lookup = scram_lookup
+        self.token_lookup = token_lookup      # delegation tokens' SCRAM credentials
 
     def buildProtocol(self, addr):
-        security = ConnectionSecurity(self.listener_security, self.scram_lookup)
+        security = ConnectionSecurity(self.listener_security, self.scram_lookup,
+                                      self.token_lookup)
         protocol = BrokerProtocol(self.dispatcher, self.max_frame_bytes, security)
         protocol.factory = self
         return protocol

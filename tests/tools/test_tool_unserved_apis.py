@@ -68,23 +68,6 @@ def test_leader_election_moves_leadership_to_the_preferred_replica(zookeeper, ka
 
 
 @pytest.mark.xfail(strict=True, reason=_issue_23(
-    "CreateDelegationToken/DescribeDelegationToken"))
-def test_delegation_tokens_refused_on_plaintext(kafka_systems, tmp_path):
-    """Kafka refuses token requests on an unauthenticated channel with its own error; the tool
-    reaches the broker and prints it (kafkalite answers that it does not know the API)."""
-    settings = tmp_path / "client.properties"
-    settings.write_text("client.id=tool-tests\n")
-    refusal = ("UnsupportedByAuthenticationException: Delegation Token requests are not "
-               "allowed on PLAINTEXT/1-way SSL channels")
-    for name in ORACLE_FIRST:
-        bs = kafka_systems[name].bootstrap_servers
-        for action in (["--describe"], ["--create", "--max-life-time-period", "-1"]):
-            got = tool("kafka-delegation-tokens", "--bootstrap-server", bs, "--command-config",
-                       str(settings), *action, ok=False)
-            assert got.returncode == 1 and refusal in got.stdout, (name, got.stdout)
-
-
-@pytest.mark.xfail(strict=True, reason=_issue_23(
     "ListPartitionReassignments/AlterPartitionReassignments"))
 def test_reassign_partitions_through_bootstrap_server_lists(kafka_systems):
     """kafka-reassign-partitions without --zookeeper asks the brokers (KIP-455)."""

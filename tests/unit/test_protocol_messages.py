@@ -231,6 +231,12 @@ REQUEST_SAMPLES = [
     sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
     sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
     sm.DescribeClusterRequest(include_cluster_authorized_operations=True),
+    sm.CreateDelegationTokenRequest(renewers=[sm.TokenPrincipal("User", "bob")],
+                                    max_lifetime_ms=-1),
+    sm.RenewDelegationTokenRequest(hmac=b"\x01" * 64, renew_period_ms=3600000),
+    sm.ExpireDelegationTokenRequest(hmac=b"\x01" * 64, expiry_time_period_ms=-1),
+    sm.DescribeDelegationTokenRequest(owners=[sm.TokenPrincipal("User", "alice")]),
+    sm.DescribeDelegationTokenRequest(owners=None),
     sm.DescribeUserScramCredentialsRequest(users=["alice", ""]),
     sm.DescribeUserScramCredentialsRequest(users=None),
     sm.AlterUserScramCredentialsRequest(
@@ -332,6 +338,13 @@ RESPONSE_SAMPLES = [
         sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
     sm.DescribeClusterResponse(cluster_id="c", controller_id=2, brokers=[
         sm.DescribeClusterBroker(1, "h", 9092, None), sm.DescribeClusterBroker(2, "h", 9093, "r")]),
+    sm.CreateDelegationTokenResponse(principal_name="alice", issue_timestamp_ms=1,
+                                     expiry_timestamp_ms=2, max_timestamp_ms=3, token_id="t",
+                                     hmac=b"\x02" * 64),
+    sm.RenewDelegationTokenResponse(expiry_timestamp_ms=7),
+    sm.ExpireDelegationTokenResponse(expiry_timestamp_ms=5),
+    sm.DescribeDelegationTokenResponse(tokens=[sm.DescribedToken(
+        "User", "alice", 1, 2, 3, "t", b"\x02" * 64, [sm.TokenPrincipal("User", "bob")])]),
     sm.DescribeUserScramCredentialsResponse(results=[
         sm.DescribeUserScramCredentialsResult("alice", 0, None, [
             sm.ScramCredentialInfo(1, 8192), sm.ScramCredentialInfo(2, 4096)]),
@@ -377,6 +390,8 @@ def test_api_keys_are_kafkas_numbers():
     expected.update(DESCRIBE_USER_SCRAM_CREDENTIALS=50, ALTER_USER_SCRAM_CREDENTIALS=51,
                     UPDATE_FEATURES=57)
     expected.update(DESCRIBE_LOG_DIRS=35, ALTER_REPLICA_LOG_DIRS=34)
+    expected.update(CREATE_DELEGATION_TOKEN=38, RENEW_DELEGATION_TOKEN=39,
+                    EXPIRE_DELEGATION_TOKEN=40, DESCRIBE_DELEGATION_TOKEN=41)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 

@@ -124,6 +124,13 @@ def topic_uuid(topic_id: str | None) -> uuid.UUID:
         return _ZERO_UUID
 
 
+def no_time(millis_value: int) -> datetime.datetime:
+    """A timestamp kio writes as ``millis_value`` even when negative, for the fields that are
+    not nullable but where Kafka sends -1 (the delegation token answers' error timestamps):
+    kio cannot write None there."""
+    return _EPOCH + datetime.timedelta(milliseconds=millis_value)
+
+
 def millis(value) -> int:
     """A kio duration (timedelta) in whole milliseconds."""
     if isinstance(value, datetime.timedelta):
@@ -148,6 +155,8 @@ def _convert(f: _Field, value: Any) -> Any:
     if kind == _KIND_MILLIS:
         return datetime.timedelta(milliseconds=value)
     if kind == _KIND_DATETIME:
+        if isinstance(value, datetime.datetime):   # see ``no_time``
+            return value
         # Kafka's -1 ("no time", e.g. log_append_time of a CreateTime topic) is kio's None
         return None if value < 0 else _EPOCH + datetime.timedelta(milliseconds=value)
     if kind == _KIND_UUID:

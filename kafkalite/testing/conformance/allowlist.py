@@ -29,7 +29,7 @@ ALLOWLIST: dict[str, str] = {
     # --- topics / metadata -----------------------------------------------------------------
     "api-versions-full-table": (
         "issue 23: kafkalite does not advertise Kafka 2.8's transaction, reassignment, quota, "
-        "delegation-token, log-dir, ElectLeaders, DescribeProducers and broker-only "
+        "log-dir, ElectLeaders, DescribeProducers and broker-only "
         "APIs, nor versions below kio's minima"),
     # --- produce / fetch ---------------------------------------------------------------------
     "fetch-from-follower": (
