@@ -5,27 +5,15 @@ the model and writes the model's answers that kio encodes and a client decodes."
 from __future__ import annotations
 
 import pytest
+from kafka_wire import advertised_versions as _versions
+from kafka_wire import request_entity as _request
+from kafka_wire import response_round_trip as _round_trip
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import cluster, features, scram
 from kafkalite.server.api_table import TABLE
-
-
-def _versions(api_key):
-    low, high = TABLE[api_key].kafka_versions
-    return list(range(low, high + 1))
-
-
-def _request(api_key: int, version: int, body: dict):
-    """A kio request entity as the broker decodes it off the wire."""
-    return codec.decode_request(codec.encode_request(api_key, version, 7, "test", body))[1]
-
-
-def _round_trip(api_key: int, version: int, values: dict):
-    return codec.decode_response(api_key, version,
-                                 codec.encode_response(api_key, version, 7, values))[1]
 
 
 def test_kafka_28_versions_are_advertised():
