@@ -1,20 +1,22 @@
-"""``kafkalite leader-election``: Kafka's kafka-leader-election tool (preferred elections).
+"""``kafkalite leader-election``: Kafka's kafka-leader-election tool.
 
     kafkalite leader-election --preferred --topic t --partition 0
     kafkalite leader-election --preferred --topic t            # every partition of t
     kafkalite leader-election --preferred --all-topic-partitions
     kafkalite leader-election --election-type PREFERRED --path-to-json-file partitions.json
+    kafkalite leader-election --election-type UNCLEAN --topic t --partition 0
 
-The request goes to the controller through ``/admin/preferred_replica_election`` (Kafka's
-ZooKeeper-era path); the tool waits for the controller and reports, as Kafka does::
+The request goes to the controller as ElectLeaders (KIP-460), with ``--bootstrap-server``
+alone, as Kafka's tool sends it; given ``--zookeeper`` (or KAFKALITE_ZOOKEEPER), a preferred
+election goes through ``/admin/preferred_replica_election`` instead (Kafka's ZooKeeper-era
+path). The tool waits for the controller and reports, as Kafka does::
 
     Successfully completed leader election (PREFERRED) for partitions t-0, t-1
     Valid replica already elected for partitions t-2
 
-A partition whose preferred replica is not live or not in the ISR is reported as an error and
-the exit status is 1. Unclean elections are not offered. Since the request is a znode, the tool
-needs ``--zookeeper`` (or KAFKALITE_ZOOKEEPER); with ``--bootstrap-server`` alone it stops with an
-error naming the flag (kafkalite brokers do not serve ElectLeaders yet).
+A partition that cannot be elected (preferred: its preferred replica is not live or not in the
+ISR; unclean: no replica is live) is reported as an error and the exit status is 1. An unclean
+election may make a replica that is not in sync the leader: the records it lacks are lost.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kafkalite.cli.options import (
     read_partition_entries,
     zookeeper_option,
 )
+from kafkalite.client.admin_reassignment import UNCLEAN
 from kafkalite.errors import ElectionNotNeededError
 
 JSON_FORMAT = '{"partitions":[{"topic":"t","partition":0}]}'
@@ -44,7 +47,8 @@ def _read_partitions(path: str) -> list[tuple[str, int]]:
 @click.option("--preferred", is_flag=True, help="elect each partition's preferred replica")
 @click.option("--election-type", type=click.Choice(["preferred", "unclean"],
                                                    case_sensitive=False),
-              help="Kafka's spelling of --preferred")
+              help="PREFERRED (as --preferred) or UNCLEAN (a live replica out of the ISR may "
+                   "lead when no in-sync one is live)")
 @click.option("--topic", help="the topic (all its partitions unless --partition)")
 @click.option("--partition", type=click.IntRange(min=0), help="one partition of --topic")
 @click.option("--all-topic-partitions", is_flag=True, help="every partition of every topic")
@@ -57,10 +61,11 @@ def _read_partitions(path: str) -> list[tuple[str, int]]:
 @click.pass_context
 def command(ctx, preferred, election_type, topic, partition, all_topic_partitions,
             path_to_json_file, timeout_ms, bootstrap_server, zookeeper):
-    """Move leadership back to preferred replicas (Kafka's kafka-leader-election)."""
-    if election_type is not None and election_type.lower() == "unclean":
-        raise CliError("unclean leader election is not offered by kafkalite; set "
-                       "unclean.leader.election.enable=true on the topic instead", exit_code=2)
+    """Elect partition leaders, preferred or unclean (Kafka's kafka-leader-election)."""
+    unclean = election_type is not None and election_type.lower() == "unclean"
+    if preferred and unclean:
+        raise CliError("--preferred and --election-type UNCLEAN contradict each other",
+                       exit_code=2)
     if not preferred and election_type is None:
         raise CliError("say which election: --preferred (or --election-type PREFERRED)",
                        exit_code=2)
@@ -74,11 +79,10 @@ def command(ctx, preferred, election_type, topic, partition, all_topic_partition
     if partition is not None and topic is None:
         raise CliError("--partition needs --topic", exit_code=2)
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
-    zk = endpoints.require_zookeeper(
-        "leader-election", "the election request is written to "
-        "/admin/preferred_replica_election for the controller")
+    # an unclean election has no ZooKeeper path: it always goes to the brokers
+    zk = None if unclean else endpoints.zookeeper
     quiet_client_logs()
-    with admin_client(endpoints, zk, connect_zookeeper=True) as admin:
+    with admin_client(endpoints, zk, connect_zookeeper=zk is not None) as admin:
         if all_topic_partitions:
             partitions = None
         elif path_to_json_file is not None:
@@ -88,19 +92,23 @@ def command(ctx, preferred, election_type, topic, partition, all_topic_partition
         else:
             [desc] = admin.describe_topics([topic])
             partitions = [(topic, p.partition) for p in desc.partitions]
-        results = admin.elect_preferred_leaders(partitions, timeout_ms=timeout_ms)
+        if unclean:
+            results = admin.elect_leaders(UNCLEAN, partitions, timeout_ms=timeout_ms)
+        else:
+            results = admin.elect_preferred_leaders(partitions, timeout_ms=timeout_ms)
+    kind = "UNCLEAN" if unclean else "PREFERRED"
     elected = [str(tp) for tp, err in results.items() if err is None]
     not_needed = [str(tp) for tp, err in results.items()
                   if isinstance(err, ElectionNotNeededError)]
     failed = {tp: err for tp, err in results.items()
               if err is not None and not isinstance(err, ElectionNotNeededError)}
     if elected:
-        click.echo(f"Successfully completed leader election (PREFERRED) for partitions "
+        click.echo(f"Successfully completed leader election ({kind}) for partitions "
                    f"{', '.join(elected)}")
     if not_needed:
         click.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
     for tp, err in failed.items():
-        click.echo(f"Error completing leader election (PREFERRED) for partition: {tp}: "
+        click.echo(f"Error completing leader election ({kind}) for partition: {tp}: "
                    f"{err.message}")
     if failed:
         raise CliError(f"{len(failed)} replica(s) could not be elected")

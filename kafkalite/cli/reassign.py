@@ -3,6 +3,7 @@
     kafkalite reassign --generate --topics-to-move-json-file topics.json --broker-list 1,2,3
     kafkalite reassign --execute --reassignment-json-file plan.json
     kafkalite reassign --verify --reassignment-json-file plan.json
+    kafkalite reassign --cancel --reassignment-json-file plan.json
     kafkalite reassign --list
 
 (or as a word: ``kafkalite reassign generate ...``). The files:
@@ -11,20 +12,14 @@
 * a reassignment: ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],
   "log_dirs":["any","any"]}]}`` (``log_dirs`` is optional and must be ``any``)
 
-``--execute`` writes ``/admin/reassign_partitions`` for the controller (printing the current
-assignment first, to keep for a rollback); ``--verify`` compares each partition's replicas and
-ISR with the plan.
-
-``--generate`` and ``--verify`` work with ``--bootstrap-server`` alone (replicas and ISR come from
-the brokers' Metadata). Without ZooKeeper, ``--verify`` tells a reassignment in progress by its
-replica list: while one runs, the controller lists the target replicas followed by the leaving
-ones, so a partition whose replicas are the plan's plus more is reported as still in progress
-(a plan that only drops the last replicas and was never started reads the same; ``--zookeeper``
-tells them apart), and a partition whose replicas differ from the plan "has not started or
-failed" (the brokers cannot tell a request the controller has not picked up yet from a
-failure). ``--execute`` and ``--list`` read or write ``/admin/reassign_partitions`` and so need
-``--zookeeper`` (kafkalite brokers do not serve AlterPartitionReassignments yet); without it they
-stop with an error naming the flag.
+With ``--bootstrap-server`` the tool asks the controller through the brokers, as Kafka's does
+(KIP-455): ``--execute`` sends AlterPartitionReassignments (printing the current assignment
+first, to keep for a rollback), ``--cancel`` cancels the plan's partitions that are still moving
+(their original replicas stay), ``--list`` and ``--verify`` read ListPartitionReassignments
+(``--list`` shows each move's replicas and those being added and removed). Given
+``--zookeeper`` (or KAFKALITE_ZOOKEEPER alone), ``--execute``, ``--list`` and ``--verify`` use
+``/admin/reassign_partitions`` instead, as Kafka's ZooKeeper-era tool did; ``--cancel`` exists
+only through the brokers. ``--verify`` compares each partition's replicas and ISR with the plan.
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ from kafkalite.cli.options import (
     zookeeper_option,
 )
 
-ACTIONS = ("generate", "execute", "verify", "list")
+ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 TOPICS_FORMAT = '{"topics":[{"topic":"t"}],"version":1}'
 PLAN_FORMAT = '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
 
@@ -131,30 +126,28 @@ def _parse_broker_list(text: str | None) -> list[int]:
 @click.option("--generate", is_flag=True, help="propose an assignment over --broker-list")
 @click.option("--execute", is_flag=True, help="start the reassignment in the JSON file")
 @click.option("--verify", is_flag=True, help="check whether the reassignment is done")
+@click.option("--cancel", is_flag=True, help="cancel the moves of the JSON file still running")
 @click.option("--list", "list_", is_flag=True, help="reassignments in progress")
 @click.option("--topics-to-move-json-file", type=click.Path(dir_okay=False),
               help=f"--generate: {TOPICS_FORMAT}")
 @click.option("--broker-list", help="--generate: broker ids to spread the replicas over, 1,2,3")
 @click.option("--reassignment-json-file", type=click.Path(dir_okay=False),
-              help="--execute/--verify: the plan (what --generate proposed)")
+              help="--execute/--verify/--cancel: the plan (what --generate proposed)")
 @bootstrap_option
 @zookeeper_option
 @click.pass_context
-def command(ctx, generate, execute, verify, list_, topics_to_move_json_file, broker_list,
-            reassignment_json_file, bootstrap_server, zookeeper):
+def command(ctx, generate, execute, verify, cancel, list_, topics_to_move_json_file,
+            broker_list, reassignment_json_file, bootstrap_server, zookeeper):
     """Move partitions between brokers (Kafka's kafka-reassign-partitions)."""
     action = pick_action({"generate": generate, "execute": execute, "verify": verify,
-                          "list": list_}, "reassign")
+                          "cancel": cancel, "list": list_}, "reassign")
     if action == "generate" and not topics_to_move_json_file:
         raise CliError("--generate needs --topics-to-move-json-file FILE", exit_code=2)
-    if action in ("execute", "verify") and not reassignment_json_file:
+    if action in ("execute", "verify", "cancel") and not reassignment_json_file:
         raise CliError(f"--{action} needs --reassignment-json-file FILE", exit_code=2)
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
-    zk = endpoints.zookeeper            # optional (verify: the reassignments in progress)
-    if action in ("execute", "list"):
-        zk = endpoints.require_zookeeper(
-            f"reassign --{action}", "reassignments are kept in /admin/reassign_partitions for "
-            "the controller")
+    # optional: with it, /admin/reassign_partitions; without it, the brokers (KIP-455)
+    zk = None if action == "cancel" else endpoints.zookeeper
     quiet_client_logs()
     with admin_client(endpoints, zk, connect_zookeeper=zk is not None) as admin:
         if action == "generate":
@@ -163,15 +156,50 @@ def command(ctx, generate, execute, verify, list_, topics_to_move_json_file, bro
         elif action == "execute":
             _execute(admin, read_reassignment(reassignment_json_file))
         elif action == "verify":
-            _verify(admin, read_reassignment(reassignment_json_file), zk is not None)
+            _verify(admin, read_reassignment(reassignment_json_file))
+        elif action == "cancel":
+            _cancel(admin, read_reassignment(reassignment_json_file))
+        elif zk is not None:
+            _list_zookeeper(admin.list_partition_reassignments())
         else:
-            pending = admin.list_partition_reassignments()
-            if not pending:
-                click.echo("No partition reassignments found.")
-            else:
-                click.echo("Current partition reassignments:")
-                for tp, replicas in pending.items():
-                    click.echo(f"{tp}: replicas: {','.join(map(str, replicas))}")
+            _list(admin.describe_partition_reassignments())
+
+
+def _list_zookeeper(pending: dict) -> None:
+    if not pending:
+        click.echo("No partition reassignments found.")
+        return
+    click.echo("Current partition reassignments:")
+    for tp, replicas in pending.items():
+        click.echo(f"{tp}: replicas: {','.join(map(str, replicas))}")
+
+
+def _list(ongoing: dict) -> None:
+    """Kafka's listing: each move's replicas, and those being added and removed."""
+    if not ongoing:
+        click.echo("No partition reassignments found.")
+        return
+    click.echo("Current partition reassignments:")
+    for tp, move in ongoing.items():
+        click.echo(f"{tp}: replicas: {','.join(map(str, move.replicas))}."
+                   + (f" adding: {','.join(map(str, move.adding))}." if move.adding else "")
+                   + (f" removing: {','.join(map(str, move.removing))}." if move.removing
+                      else ""))
+
+
+def _cancel(admin, plan: dict) -> None:
+    """Cancel the plan's partitions that are still moving (Kafka's --cancel)."""
+    moving = sorted(admin.describe_partition_reassignments(list(plan)))
+    if not moving:
+        click.echo("None of the specified partition reassignments are active.")
+        return
+    results = admin.cancel_partition_reassignments(moving)
+    failed = {tp: err for tp, err in results.items() if err is not None}
+    if failed:
+        raise CliError("Error cancelling partition reassignment(s) for: " + "; ".join(
+            f"{tp}: {err.message}" for tp, err in sorted(failed.items())))
+    click.echo(f"Successfully cancelled partition reassignment{'' if len(moving) == 1 else 's'}"
+               f" for: {','.join(str(tp) for tp in moving)}")
 
 
 def _current(admin, topics) -> dict[tuple[str, int], list[int]]:
@@ -207,11 +235,10 @@ def _execute(admin, plan: dict) -> None:
                + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
 
 
-def _verify(admin, plan: dict, with_zookeeper: bool = True) -> None:
+def _verify(admin, plan: dict) -> None:
     from kafkalite.errors import UnknownTopicOrPartitionError
 
-    pending = ({(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
-               if with_zookeeper else set())
+    pending = {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
     descriptions = {}
     for topic in sorted({t for t, _ in plan}):
         try:
@@ -223,10 +250,7 @@ def _verify(admin, plan: dict, with_zookeeper: bool = True) -> None:
     for (topic, partition), target in sorted(plan.items()):
         p = descriptions[topic].get(partition)
         name = f"{topic}-{partition}"
-        # without ZooKeeper: while moving, the controller lists the target, then the leaving
-        moving = (not with_zookeeper and p is not None and len(p.replicas) > len(target)
-                  and list(p.replicas[:len(target)]) == target)
-        if (topic, partition) in pending or moving:
+        if (topic, partition) in pending:
             click.echo(f"Reassignment of partition {name} is still in progress.")
         elif p is not None and list(p.replicas) == target and set(target) <= set(p.isr):
             click.echo(f"Reassignment of partition {name} is completed.")
@@ -236,7 +260,5 @@ def _verify(admin, plan: dict, with_zookeeper: bool = True) -> None:
                        f"yet).")
         else:
             have = ",".join(map(str, p.replicas)) if p is not None else "none (no such partition)"
-            # without ZooKeeper, a request the controller has not picked up yet looks the same
-            outcome = "failed" if with_zookeeper else "has not started or failed"
-            click.echo(f"Reassignment of partition {name} {outcome}: its replicas are {have}, "
+            click.echo(f"Reassignment of partition {name} failed: its replicas are {have}, "
                        f"not {','.join(map(str, target))}.")

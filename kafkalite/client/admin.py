@@ -13,9 +13,11 @@ returns (everything succeeded) or raises, e.g. TopicAlreadyExistsError.
 What needs ZooKeeper (``zookeeper=``): the brokers serve topics, partitions, leaders, ISR, topic
 ids (Metadata), config overrides (DescribeConfigs), creation and deletion, and consumer groups
 of their group coordinator (``admin_groups``), so those work with ``bootstrap_servers`` alone.
-ZooKeeper-era (Kafka 0.8) consumer groups, changing config overrides, topics marked for
-deletion, preferred elections and reassignments go through ZooKeeper, as in Kafka's
-ZooKeeper-era tools; without ``zookeeper=`` they raise ConfigError.
+ZooKeeper-era (Kafka 0.8) consumer groups, changing config overrides and topics marked for
+deletion go through ZooKeeper, as in Kafka's ZooKeeper-era tools; without ``zookeeper=`` they
+raise ConfigError. Preferred elections and reassignments go through the brokers (ElectLeaders,
+AlterPartitionReassignments, ListPartitionReassignments) or, with ``zookeeper=``, through
+``/admin``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Iterable
 
 from kafkalite import errors
 from kafkalite.client import admin_groups as ag
-from kafkalite.client import admin_topics
+from kafkalite.client import admin_reassignment, admin_topics
 from kafkalite.client.admin_groups import ConsumerGroupPartition
 from kafkalite.client.admin_zookeeper import ZooKeeperAdmin
 from kafkalite.client.cluster import ClusterMetadata
@@ -383,34 +385,75 @@ class AdminClient:
         """Topics waiting for the controller to delete them (``/admin/delete_topics``)."""
         return self._zookeeper.topics_marked_for_deletion()
 
-    # controller requests through /admin
+    # reassignments and elections: through the brokers (KIP-455, KIP-460), or, when this client
+    # has ``zookeeper=``, through /admin as Kafka's ZooKeeper-era tools
     def elect_preferred_leaders(self, partitions=None, timeout_ms: int | None = None
                                 ) -> dict[TopicPartition, KafkaError | None]:
-        """Ask the controller to move leadership to each partition's preferred (first) replica
-        (``/admin/preferred_replica_election``) and wait up to ``timeout_ms`` for it.
+        """Move leadership to each partition's preferred (first) replica and wait up to
+        ``timeout_ms`` for it: ElectLeaders at the controller, or with ``zookeeper=``
+        ``/admin/preferred_replica_election``.
 
-        ``partitions``: ``(topic, partition)`` pairs, or None for every partition. Result per
-        partition: None (elected), ElectionNotNeededError (the preferred replica already led;
-        not sent), PreferredLeaderNotAvailableError (not live or not in the ISR), or
-        KafkaTimeoutError (the controller did not finish in time; 0 = do not wait).
+        ``partitions``: ``(topic, partition)`` pairs, or None for every partition (through the
+        brokers, those whose preferred replica leads already are left out). Result per
+        partition: None (elected), ElectionNotNeededError (the preferred replica already led),
+        PreferredLeaderNotAvailableError (not live or not in the ISR), UnknownTopicOrPartition-
+        Error, or a timeout (KafkaTimeoutError through ZooKeeper, RequestTimedOutError through
+        the brokers).
         """
+        if self.zookeeper is None:
+            return self.elect_leaders(admin_reassignment.PREFERRED, partitions, timeout_ms)
         return self._zookeeper.elect_preferred_leaders(partitions, timeout_ms)
+
+    def elect_leaders(self, election_type: int, partitions=None, timeout_ms: int | None = None
+                      ) -> dict[TopicPartition, KafkaError | None]:
+        """ElectLeaders (KIP-460) at the controller: ``election_type`` 0 preferred, 1 unclean
+        (a live replica out of the ISR may lead when no in-sync one is live, losing records);
+        see ``admin_reassignment.elect_leaders``."""
+        return admin_reassignment.elect_leaders(self, election_type, partitions, timeout_ms)
 
     def alter_partition_reassignments(self, reassignments: dict
                                       ) -> dict[TopicPartition, list[int]]:
         """Start moving partitions to new replica lists (``{(topic, partition): [broker
-        ids]}``) through ``/admin/reassign_partitions``; the controller does the rest. Returns
-        the current replica lists of those partitions (what a rollback would restore).
+        ids]}``): AlterPartitionReassignments at the controller, or with ``zookeeper=``
+        ``/admin/reassign_partitions``. Returns the current replica lists of those partitions
+        (what a rollback would restore).
 
         InvalidReplicaAssignmentError for an empty or repeating list or an unknown broker,
-        UnknownTopicOrPartitionError for a missing partition, IllegalStateError while another
-        reassignment is still running.
+        UnknownTopicOrPartitionError for a missing partition; through ZooKeeper,
+        IllegalStateError while another reassignment is still running.
         """
-        return self._zookeeper.alter_partition_reassignments(reassignments)
+        if self.zookeeper is not None:
+            return self._zookeeper.alter_partition_reassignments(reassignments)
+        targets = {TopicPartition(*tp): r for tp, r in reassignments.items()}
+        if not targets:
+            raise errors.InvalidReplicaAssignmentError("the reassignment lists no partitions")
+        current = admin_reassignment.current_replicas(self, targets)
+        results = admin_reassignment.alter_partition_reassignments(self, targets)
+        failed = [(tp, err) for tp, err in results.items() if err is not None]
+        if failed:
+            tp, first = failed[0]
+            exc = errors.for_code(first.code, f"{tp}: {first.message}")
+            exc.results = results
+            raise exc
+        return current
+
+    def cancel_partition_reassignments(self, partitions
+                                       ) -> dict[TopicPartition, KafkaError | None]:
+        """Cancel the reassignments of ``partitions`` (AlterPartitionReassignments with no
+        target): per partition None, or NoReassignmentInProgressError when none was running."""
+        return admin_reassignment.alter_partition_reassignments(
+            self, {TopicPartition(*tp): None for tp in partitions})
 
     def list_partition_reassignments(self) -> dict[TopicPartition, list[int]]:
         """Reassignments still in progress: ``{tp: target replicas}`` ({} when none)."""
-        return self._zookeeper.list_partition_reassignments()
+        if self.zookeeper is not None:
+            return self._zookeeper.list_partition_reassignments()
+        return {tp: o.target for tp, o in self.describe_partition_reassignments().items()}
+
+    def describe_partition_reassignments(self, partitions=None):
+        """``{tp: OngoingReassignment(replicas, adding, removing)}`` of the reassignments in
+        progress (ListPartitionReassignments at the controller; of ``partitions``, or all)."""
+        return admin_reassignment.list_partition_reassignments(self, partitions)
 
     # --- configs and DeleteRecords (kafkalite.client.admin_configs) ---------------------------
     def describe_configs(self, config_resources, include_synonyms: bool = False,

@@ -19,6 +19,10 @@ class ControllerContext:
     topics_to_delete: set = field(default_factory=set)
     shutting_down: set = field(default_factory=set)
     reassignments: dict = field(default_factory=dict)      # (topic, p) -> target replicas
+    # a reassigning partition's replicas being added and removed (KIP-455; persisted in the
+    # topic znode's adding_replicas / removing_replicas, so a new controller resumes them)
+    adding: dict = field(default_factory=dict)              # (topic, p) -> replicas
+    removing: dict = field(default_factory=dict)            # (topic, p) -> replicas
     topic_ids: dict = field(default_factory=dict)           # topic -> topic_id
     unclean_topics: set = field(default_factory=set)        # topics overriding unclean election
     clean_topics: set = field(default_factory=set)

@@ -28,6 +28,7 @@ import zk_schema
 from zk_schema.topics import new_topic_id
 
 from kafkalite import errors
+from kafkalite.controller.admin_elections import AdminElections
 from kafkalite.controller.broker_changes import BrokerChanges
 from kafkalite.controller.broker_requests import ControllerRequests
 from kafkalite.controller.channel_manager import ControllerChannelManager
@@ -37,7 +38,7 @@ from kafkalite.controller.log_dir_events import LogDirEvents
 from kafkalite.controller.topic_configs import TopicConfigs
 from kafkalite.controller.partition_modifications import PartitionModifications
 from kafkalite.controller.partition_state_machine import PREFERRED, PartitionStateMachine
-from kafkalite.controller.reassignment import ReassignmentManager
+from kafkalite.controller.reassignment import ReassignmentManager, load_reassignments
 from kafkalite.controller.replica_state_machine import ReplicaStateMachine
 from kafkalite.controller.state_machines import PartitionState as PS, ReplicaState as RS
 from kafkalite.controller import election
@@ -80,6 +81,7 @@ class Controller:
         self.replica_state_machine = ReplicaStateMachine(self)
         self.topic_deletion = TopicDeletionManager(self)
         self.reassignment = ReassignmentManager(self)
+        self.admin_elections = AdminElections(self)
         self.broker_changes = BrokerChanges(self)
         self.partition_modifications = PartitionModifications(self)
         self.log_dir_events = LogDirEvents(self)
@@ -312,6 +314,8 @@ class Controller:
         yield rsm.handle_state_changes(rsm.in_state(replicas, RS.ONLINE), RS.ONLINE)
         if changed:
             self.requests.update_metadata(live, changed)
+        if self.context.reassignments:
+            yield self.reassignment.resume()
         if self.context.topics_to_delete:
             yield self.topic_deletion.resume()
         if self.config.auto_leader_rebalance_enable:
@@ -328,6 +332,7 @@ class Controller:
         assignments = yield self._give_topic_ids(assignments)
         context.assignments = {t: dict(a.partitions) for t, a in assignments.items()}
         context.topic_ids = {t: a.topic_id for t, a in assignments.items()}
+        load_reassignments(context, assignments)      # moves under way, resumed below
         yield defer.gatherResults([self.topic_configs.load(context, topic)
                                    for topic in context.assignments], consumeErrors=True)
         context.states = yield self.controller_zk.get_partition_states(context.partitions())
@@ -352,9 +357,13 @@ class Controller:
         for topic, partitions in topics.items():
             full = dict(self.context.assignments[topic])
             full.update(partitions)
+            context = self.context
             assignment = zk_schema.TopicAssignment(
                 partitions={p: tuple(r) for p, r in full.items()},
-                topic_id=self.context.topic_ids.get(topic))
+                topic_id=context.topic_ids.get(topic),
+                adding_replicas={p: r for (t, p), r in context.adding.items() if t == topic},
+                removing_replicas={p: r for (t, p), r in context.removing.items()
+                                   if t == topic})
             yield self.controller_zk.set_topic_assignment(topic, assignment)
             self.context.assignments[topic] = full
 
@@ -362,6 +371,9 @@ class Controller:
         self.partition_modifications.unwatch(topic)
         for tp in self.context.partitions(topic):
             self.context.states.pop(tp, None)
+            for table in (self.context.reassignments, self.context.adding,
+                          self.context.removing):
+                table.pop(tp, None)
             self.partition_state_machine.remove(tp)
         self.replica_state_machine.remove_topic(topic)
         self.context.assignments.pop(topic, None)
@@ -479,6 +491,15 @@ class Controller:
                      self.config.leader_imbalance_per_broker_percentage, sorted(brokers))
             yield self.elect_preferred(tps)
 
-    # --- controlled shutdown --------------------------------------------------------------------
+    # --- requests from the brokers' handlers (NotControllerError unless active) --------------
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> defer.Deferred:
         return self.call(self.broker_changes.controlled_shutdown, broker_id, broker_epoch)
+
+    def elect_leaders(self, tps, election_type: int) -> defer.Deferred:
+        return self.call(self.admin_elections.elect, list(tps), election_type)
+
+    def alter_partition_reassignments(self, reassignments: dict) -> defer.Deferred:
+        return self.call(self.reassignment.alter, dict(reassignments))
+
+    def list_partition_reassignments(self, tps=None) -> defer.Deferred:
+        return self.call(self.reassignment.list, tps)

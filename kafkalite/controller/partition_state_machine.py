@@ -7,8 +7,9 @@ and does what that takes:
 - New, Offline, NonExistent: the state only;
 - Online: a New partition without a state znode gets its first leader and ISR (its live replicas,
   created with a fenced write); any other partition gets a leader elected by the given strategy
-  (``election``'s pure algorithms: offline, preferred, reassign, controlled shutdown) and written
-  with a fenced conditional write. A partition that ends up with no leader (-1) is Offline.
+  (``election``'s pure algorithms: offline, preferred, reassign, controlled shutdown, and an
+  admin's unclean election) and written with a fenced conditional write. A partition that ends
+  up with no leader (-1) is Offline.
 
 A partition whose current state is not a valid previous state of the target is refused and logged
 as a controller bug; its state and znodes stay as they are. Which brokers hear of the result is the
@@ -37,6 +38,7 @@ OFFLINE = "offline"                          # leader election strategies (Kafka
 PREFERRED = "preferred"
 REASSIGN = "reassign"
 CONTROLLED_SHUTDOWN = "controlled_shutdown"
+UNCLEAN = "unclean"     # an admin's unclean election (KIP-460): offline, unclean allowed
 
 
 class PartitionStateMachine:
@@ -171,6 +173,10 @@ class PartitionStateMachine:
                 return None  # has a leader already
             return election.offline_election(replicas, state.isr, live,
                                              self.unclean_allowed(tp[0]))
+        if strategy == UNCLEAN:
+            if state.leader in live:
+                return None  # has a leader already
+            return election.offline_election(replicas, state.isr, live, True)
         if strategy == PREFERRED:
             if replicas and state.leader == replicas[0]:
                 return None

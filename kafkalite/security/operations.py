@@ -77,7 +77,10 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     40: (),                                                                               # ExpireDelegationToken
     41: (Check(Op.DESCRIBE, Res.DELEGATION_TOKEN),),                                     # DescribeDelegationToken
     42: (Check(Op.DELETE, Res.GROUP),),                                                  # DeleteGroups
+    43: (Check(Op.ALTER, Res.CLUSTER),),                                                 # ElectLeaders
     44: (Check(Op.ALTER_CONFIGS, Res.CLUSTER), Check(Op.ALTER_CONFIGS, Res.TOPIC)),     # IncrementalAlterConfigs
+    45: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterPartitionReassignments
+    46: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # ListPartitionReassignments
     47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete
     50: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeUserScramCredentials
     51: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterUserScramCredentials

@@ -37,9 +37,11 @@ from kafkalite.protocol.kafka.convert import features as feature_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
 from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
 from kafkalite.protocol.kafka.convert import metadata as metadata_convert
+from kafkalite.protocol.kafka.convert import reassignment as reassignment_convert
 from kafkalite.protocol.kafka.convert import scram as scram_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
+from kafkalite.server import reassignment_apis
 from kafkalite.server import delegation_token_apis
 from kafkalite.server import feature_apis
 from kafkalite.server import scram_apis
@@ -278,9 +280,23 @@ def _delegation_token_rows():
     ]
 
 
+def _reassignment_rows():
+    # the controller's work, asked through the brokers (KIP-455, KIP-460)
+    return [
+        ApiSpec(ApiKey.ELECT_LEADERS, 2, reassignment_apis.handle_elect_leaders,
+                reassignment_convert.ELECT_LEADERS),
+        ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0,
+                reassignment_apis.handle_alter_partition_reassignments,
+                reassignment_convert.ALTER_PARTITION_REASSIGNMENTS),
+        ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0,
+                reassignment_apis.handle_list_partition_reassignments,
+                reassignment_convert.LIST_PARTITION_REASSIGNMENTS),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
-            + _admin_rows() + _group_rows() + _acl_rows() + _log_dir_rows()
+            + _admin_rows() + _group_rows() + _acl_rows() + _reassignment_rows() + _log_dir_rows()
             + _scram_and_feature_rows()
             + _delegation_token_rows())
 

@@ -2,9 +2,9 @@
 
 The default ZooKeeper is made unusable (``KAFKALITE_ZOOKEEPER`` points at a closed port) and any
 attempt to open a ZooKeeper session in this process fails the test at once, so a command that
-still reads ZooKeeper behind the user's back cannot pass. Commands that only ZooKeeper can serve
-(elections, reassignment requests, config changes) must stop with one error line naming
-``--zookeeper``; consumer groups are the brokers' (their group coordinator's) there.
+still reads ZooKeeper behind the user's back cannot pass. Elections and reassignments go to the
+controller through the brokers (ElectLeaders, Alter/ListPartitionReassignments); consumer groups
+are the brokers' (their group coordinator's) there.
 
 The commands run in-process through ``kafkalite.cli.main.main`` with their output captured.
 """
@@ -200,20 +200,14 @@ def test_clients_and_tools_with_bootstrap_server_only(two_brokers, zk_client, no
     code, out, _ = run(capsys, "reassign", "--verify", "--reassignment-json-file", str(other),
                        *bs)
     assert code == 0 and out.splitlines()[1] == (
-        "Reassignment of partition lines-0 has not started or failed: its replicas are 1,2, "
-        "not 2.")
+        "Reassignment of partition lines-0 failed: its replicas are 1,2, not 2.")
 
-    # ZooKeeper-only commands stop at once with one error line naming --zookeeper
+    # elections and reassignment listings: the controller's, through the brokers
     monkeypatch.delenv("KAFKALITE_ZOOKEEPER")
-    for what, args in (
-            ("leader-election", ("leader-election", "--preferred", "--all-topic-partitions")),
-            ("reassign --list", ("reassign", "--list")),
-            ("reassign --execute", ("reassign", "--execute", "--reassignment-json-file",
-                                    str(other)))):
-        code, out, err = run(capsys, *args, *bs)
-        assert code == 2 and out == "", (args, out, err)
-        assert err.startswith(f"error: {what} needs ZooKeeper") and err.count("\n") == 1, err
-        assert "--zookeeper HOST:PORT/chroot" in err, err
+    code, out, err = run(capsys, "reassign", "--list", *bs)
+    assert (code, out) == (0, "No partition reassignments found.\n"), err
+    code, out, err = run(capsys, "leader-election", "--preferred", "--all-topic-partitions", *bs)
+    assert code == 0, (out, err)
     # consumer groups: the brokers' coordinator groups (none here), said so on stderr
     code, out, err = run(capsys, "groups", "--list", *bs)
     assert (code, out) == (0, "") and "old Zookeeper-based consumers" in err, err
@@ -227,7 +221,7 @@ def test_clients_and_tools_with_bootstrap_server_only(two_brokers, zk_client, no
     code, out, err = run(capsys, "reassign", "--execute", "--reassignment-json-file",
                          str(moving), "--zookeeper", zk_client.connect_string)
     assert code == 0, err
-    allowed = (("Reassignment of partition lines-0 has not started or failed: its replicas "
+    allowed = (("Reassignment of partition lines-0 failed: its replicas "
                 "are 1,2, not 2."),     # until the controller picked the request up
                "Reassignment of partition lines-0 is still in progress.",   # replicas 2,1
                "Reassignment of partition lines-0 is completed.")

@@ -110,33 +110,36 @@ def test_hints_name_the_flags_and_the_address(defaulted):
     assert ("--bootstrap-server" in msg) is defaulted     # named only as the default's cause
 
 
-# --- reassign --verify without ZooKeeper: progress told by the replica list ---------------------
+# --- reassign --verify: moves in progress from the admin client (brokers or ZooKeeper) ---------
 
 
 class _StubAdmin:
-    def __init__(self, replicas, isr):
+    def __init__(self, replicas, isr, moving):
         from kafkalite.client.structs import PartitionDescription, TopicDescription
 
         self.desc = TopicDescription("t", [PartitionDescription(0, replicas[0], replicas, isr,
                                                                 [])])
+        self.moving = moving
 
     def describe_topics(self, names):
         return [self.desc]
 
     def list_partition_reassignments(self):
-        raise AssertionError("ZooKeeper must not be asked")
+        from kafkalite.client.structs import TopicPartition
+
+        return {TopicPartition("t", 0): [2]} if self.moving else {}
 
 
-@pytest.mark.parametrize("replicas, isr, status", [
-    ([2, 1], [2, 1], "is still in progress."),                 # target first, then the leaving
-    ([2], [2], "is completed."),
-    ([2, 3], [2], "is still in progress (replicas 3 not in the ISR yet)."),
-    ([1, 2], [1, 2], "has not started or failed: its replicas are 1,2, not 2."),
+@pytest.mark.parametrize("replicas, isr, moving, status", [
+    ([2, 1], [2, 1], True, "is still in progress."),          # target first, then the leaving
+    ([2], [2], False, "is completed."),
+    ([2, 3], [2], False, "is still in progress (replicas 3 not in the ISR yet)."),
+    ([1, 2], [1, 2], False, "failed: its replicas are 1,2, not 2."),
 ])
-def test_verify_without_zookeeper(capsys, replicas, isr, status):
+def test_verify(capsys, replicas, isr, moving, status):
     from kafkalite.cli.reassign import _verify
 
     target = [2, 3] if replicas == [2, 3] else [2]
-    _verify(_StubAdmin(replicas, isr), {("t", 0): target}, with_zookeeper=False)
+    _verify(_StubAdmin(replicas, isr, moving), {("t", 0): target})
     assert capsys.readouterr().out.splitlines() == [
         "Status of partition reassignment:", f"Reassignment of partition t-0 {status}"]

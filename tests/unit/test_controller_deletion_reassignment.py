@@ -137,3 +137,4 @@ def test_reassignment_to_a_dead_broker_is_refused():
     h.settle()
     assert h.admin.get_topic_assignment("r").partitions[0] == (1, 2)
     assert controller.context.reassignments == {}
+    assert h.admin.get_partition_reassignment() is None       # the refused partition left it

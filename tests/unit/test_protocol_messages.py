@@ -231,6 +231,13 @@ REQUEST_SAMPLES = [
     sm.CreateAclsRequest(creations=[sm.AclCreation(2, "t", 3, "User:alice", "*", 3, 3)]),
     sm.DeleteAclsRequest(filters=[sm.AclFilter(2, "t", 3, None, None, 1, 1)]),
     sm.DescribeClusterRequest(include_cluster_authorized_operations=True),
+    sm.ElectLeadersRequest(election_type=1, topic_partitions=[sm.ElectLeadersTopic("t", [0, 1])],
+                           timeout_ms=5000),
+    sm.ElectLeadersRequest(topic_partitions=None),
+    sm.AlterPartitionReassignmentsRequest(topics=[sm.ReassignableTopic("t", [
+        sm.ReassignablePartition(0, [3, 1]), sm.ReassignablePartition(1, None)])]),
+    sm.ListPartitionReassignmentsRequest(topics=[sm.ListReassignmentsTopic("t", [0])]),
+    sm.ListPartitionReassignmentsRequest(topics=None),
     sm.CreateDelegationTokenRequest(renewers=[sm.TokenPrincipal("User", "bob")],
                                     max_lifetime_ms=-1),
     sm.RenewDelegationTokenRequest(hmac=b"\x01" * 64, renew_period_ms=3600000),
@@ -338,6 +345,13 @@ RESPONSE_SAMPLES = [
         sm.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:alice", "*", 3, 3)])]),
     sm.DescribeClusterResponse(cluster_id="c", controller_id=2, brokers=[
         sm.DescribeClusterBroker(1, "h", 9092, None), sm.DescribeClusterBroker(2, "h", 9093, "r")]),
+    sm.ElectLeadersResponse(error_code=0, results=[sm.ElectLeadersTopicResult("t", [
+        sm.ElectLeadersPartitionResult(0, 0, None),
+        sm.ElectLeadersPartitionResult(1, 84, "Leader election not needed.")])]),
+    sm.AlterPartitionReassignmentsResponse(error_code=0, results=[sm.ReassignableTopicResult("t", [
+        sm.ReassignablePartitionResult(0, 0, None), sm.ReassignablePartitionResult(1, 85, "x")])]),
+    sm.ListPartitionReassignmentsResponse(topics=[sm.OngoingTopicReassignment("t", [
+        sm.OngoingPartitionReassignment(0, [3, 1, 2], [3], [2])])]),
     sm.CreateDelegationTokenResponse(principal_name="alice", issue_timestamp_ms=1,
                                      expiry_timestamp_ms=2, max_timestamp_ms=3, token_id="t",
                                      hmac=b"\x02" * 64),
@@ -387,6 +401,8 @@ def test_api_keys_are_kafkas_numbers():
                 "OFFSET_DELETE": 47, "SASL_HANDSHAKE": 17, "SASL_AUTHENTICATE": 36,
                 "DESCRIBE_ACLS": 29, "CREATE_ACLS": 30, "DELETE_ACLS": 31,
                 "DESCRIBE_CLUSTER": 60}
+    expected.update(ELECT_LEADERS=43, ALTER_PARTITION_REASSIGNMENTS=45,
+                    LIST_PARTITION_REASSIGNMENTS=46)
     expected.update(DESCRIBE_USER_SCRAM_CREDENTIALS=50, ALTER_USER_SCRAM_CREDENTIALS=51,
                     UPDATE_FEATURES=57)
     expected.update(DESCRIBE_LOG_DIRS=35, ALTER_REPLICA_LOG_DIRS=34)

@@ -28,8 +28,8 @@ INTERMITTENT: frozenset[str] = frozenset()
 ALLOWLIST: dict[str, str] = {
     # --- topics / metadata -----------------------------------------------------------------
     "api-versions-full-table": (
-        "issue 23: kafkalite does not advertise Kafka 2.8's transaction, reassignment, quota, "
-        "log-dir, ElectLeaders, DescribeProducers and broker-only "
+        "issue 23: kafkalite does not advertise Kafka 2.8's transaction, quota, "
+        "log-dir, DescribeProducers and broker-only "
         "APIs, nor versions below kio's minima"),
     # --- produce / fetch ---------------------------------------------------------------------
     "fetch-from-follower": (
@@ -48,10 +48,6 @@ ALLOWLIST: dict[str, str] = {
         "UNKNOWN_SERVER_ERROR; kafkalite keeps INVALID_REQUEST, the error Kafka's protocol "
         "has for a malformed request"),
     # --- admin APIs kafkalite does not serve --------------------------------------------------
-    "elect-leaders": "issue 23: ElectLeaders (KIP-460) is not served",
-    "list-partition-reassignments": (
-        "issue 23: ListPartitionReassignments (KIP-455) is not served (the connection is "
-        "closed)"),
     # --- ACLs (the authorizer pair) ---------------------------------------------------------
     "acl-invalid-bindings": (
         "Kafka bug: Kafka 2.8 answers a CreateAcls binding it cannot build (resource type or "
