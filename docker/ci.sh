@@ -6,7 +6,8 @@
 #      (/var/lib/kafkalite-docker, reused by later runs on the same machine) and stopped at the end
 #   3. the stand-in base images python:3.11-slim and zookeeper:3.8 when missing (cached in the
 #      data root; docker/standin/build.sh)
-#   4. pytest -m docker tests/system/test_docker*.py (builds kafkalite's images, runs the compose
+#   4. pytest -m docker on tests/system/test_docker*.py and the ZooKeeper launcher's container test
+#      in tests/integration/test_zookeeper_launcher.py (they build kafkalite's images, runs the compose
 #      cluster, kills a broker, runs the Spark pipeline service and compares its window totals
 #      exactly with totals computed from its input, tears down; then the cp-all-in-one-style
 #      docker-compose.cp-style.yml: a broker configured by cp-kafka's KAFKA_* variables, produce,
@@ -73,6 +74,6 @@ fi
 rc=0
 # in CI an engine is there (step 2): the test must not skip for want of one
 KAFKALITE_DOCKER_REQUIRED=1 "$PYTHON" -m pytest -m docker -p no:cacheprovider -q \
-    tests/system/test_docker*.py "$@" || rc=$?
+    tests/system/test_docker*.py tests/integration/test_zookeeper_launcher.py "$@" || rc=$?
 kl_step_done "4 pytest -m docker" "$t"
 exit "$rc"

@@ -327,14 +327,19 @@ def _no_docker_settings(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.docker
 def test_start_zookeeper_runs_a_local_docker_image(monkeypatch, tmp_path):
     """Where an engine runs and a zookeeper image is local, start_zookeeper() gives a container
     that serves clients with the local launcher's settings, and survives kill + restart with its
-    data and its address (runs under docker/ci.sh or after docker/engine.sh start)."""
+    data and its address. A docker test: docker/ci.sh runs it once its engine is up, with
+    KAFKALITE_DOCKER_REQUIRED=1, so there a missing engine or image fails it."""
     _no_docker_settings(monkeypatch)
     image, reason = docker_engine.docker_zookeeper_image()
     if image is None:
-        pytest.skip(f"needs a Docker engine and a local zookeeper image: {reason}")
+        message = f"needs a Docker engine and a local zookeeper image: {reason}"
+        if os.environ.get("KAFKALITE_DOCKER_REQUIRED") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
     server = start_zookeeper(tmp_path)
     try:
         assert isinstance(server, ZooKeeperContainer) and server.image == image
