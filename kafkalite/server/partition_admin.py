@@ -1,13 +1,16 @@
 """CreatePartitions on the broker: add partitions to an existing topic (Kafka 2.8's
 ZkAdminManager.createPartitions), for both protocols' request handlers.
 
-The broker checks the request against its metadata cache (the topic exists, the count grows,
-explicit replicas name live brokers), reads the topic's assignment from ZooKeeper, computes the
-new partitions' replicas (:func:`kafkalite.controller.assignment.assign_new_partitions`), and
-writes them with one conditional write of ``/brokers/topics/<t>``. The controller watches that
-znode, elects the new partitions' leaders and sends LeaderAndIsr and UpdateMetadata; the request
-is answered once this broker's metadata shows a leader for every new partition, or at its timeout
-(REQUEST_TIMED_OUT, as Kafka: the partitions were added, only their leaders were late).
+The decision is made on ZooKeeper alone, as Kafka's: the topic's assignment (the topic exists, is
+not being moved, the count grows) and the registered brokers (explicit replicas must name them)
+are read from there, never from this broker's metadata cache, which may not know a topic created
+a moment ago yet. The new partitions' replicas
+(:func:`kafkalite.controller.assignment.assign_new_partitions`) are written with one conditional
+write of ``/brokers/topics/<t>``. The controller watches that znode, elects the new partitions'
+leaders and sends LeaderAndIsr and UpdateMetadata; the request is answered once this broker's
+metadata shows a leader for every partition of the topic, or at its timeout (REQUEST_TIMED_OUT
+without a message, as Kafka: the partitions were added, only their leaders were late); a timeout
+of 0 answers REQUEST_TIMED_OUT at once.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from twisted.internet import defer
 from kafkalite import errors
 from kafkalite.controller.assignment import assign_new_partitions
 from kafkalite.errors import KafkaError, code_of
-from kafkalite.topics import validate_topic_name
+from kafkalite.topics import topic_name_problem
 from kafkalite.zk.errors import ZkBadVersionError
 
 log = logging.getLogger(__name__)
 
 WRITE_ATTEMPTS = 3     # a concurrent change of the assignment: re-read and decide again
+NO_LEADER = -1         # Kafka's LeaderAndIsr.NoLeader
 
 
 def create_partitions(broker, topic: str, count: int, assignments: list[list[int]] | None,
@@ -48,7 +52,6 @@ def create_partitions(broker, topic: str, count: int, assignments: list[list[int
 async def _create_partitions(broker, topic, count, assignments, validate_only, timeout_ms):
     metadata = broker.metadata_cache
     try:
-        validate_topic_name(topic)
         if assignments is not None:
             try:
                 assignments = [[int(b) for b in replicas] for replicas in assignments]
@@ -56,15 +59,15 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
                 raise errors.InvalidRequestError(
                     f"the new partitions' assignments must be lists of broker ids, got "
                     f"{assignments!r}") from None
-        if not metadata.contains(topic):
+        if topic_name_problem(topic):
+            # Kafka looks the name up in ZooKeeper and finds no such topic
             raise errors.UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         marked = await broker.deferred_zk.topics_marked_for_deletion()
         if topic in marked:
-            raise errors.InvalidTopicError(f"The topic '{topic}' is queued for deletion.")
-        live = set(metadata.brokers)
-        # check on the cached view first; the decision below is made on ZooKeeper's
-        assign_new_partitions(topic, _cached_assignment(metadata, topic), count, live,
-                              assignments)
+            raise errors.InvalidTopicError("The topic is queued for deletion.")    # Kafka's words
+        # the registered brokers, as Kafka's adminZkClient.getBrokerMetadatas: a broker this
+        # broker's cache has not heard of yet counts, as it does for Kafka
+        registered = await broker.deferred_zk.get_broker_ids()
         reassigning = await broker.deferred_zk.get_partition_reassignments()
         moving = sorted(p for t, p in reassigning if t == topic)
         if moving:
@@ -75,11 +78,8 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
             current = await broker.deferred_zk.get_topic_assignment(topic)
             if current is None:
                 raise errors.UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
-            if current.adding_replicas or current.removing_replicas:
-                # a move through AlterPartitionReassignments (KIP-455), kept in the topic znode
-                raise errors.ReassignmentInProgressError(
-                    f"A partition reassignment is in progress for the topic '{topic}'.")
-            added = assign_new_partitions(topic, current.partitions, count, live, assignments)
+            added = assign_new_partitions(topic, current.partitions, count, registered,
+                                          assignments)
             if validate_only:
                 return (errors.NONE, None)
             try:
@@ -95,32 +95,26 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
             break
     except KafkaError as exc:
         return (code_of(exc), exc.message)
+    # Kafka: written, but not waited for -- REQUEST_TIMED_OUT, no message
+    late = (errors.RequestTimedOutError.code, None)
     if timeout_ms <= 0:
-        return (errors.NONE, None)
+        return late
     result = [(errors.NONE, None)]
 
-    new_partitions = sorted(added)
-
     def ready():
-        return _leaders_known(metadata, topic, new_partitions)
+        return _leaders_known(metadata, topic, range(count))
 
     def done(timed_out):
         if not ready():
-            result[0] = (errors.RequestTimedOutError.code,
-                         f"partitions {', '.join(map(str, new_partitions))} were added to topic "
-                         f"'{topic}' but did not all have a leader within {timeout_ms} ms")
+            result[0] = late
 
     await broker.metadata_waits.wait(timeout_ms, ready, done)
     return result[0]
 
 
-def _cached_assignment(metadata, topic: str) -> dict[int, list[int]]:
-    return {p: list(state.replicas) for p, state in metadata.partitions.get(topic, {}).items()}
-
-
 def _leaders_known(metadata, topic: str, partitions) -> bool:
-    """Whether the cache shows a live leader for each of the (new) ``partitions`` -- only those:
-    Kafka's DelayedCreatePartitions does not wait for existing partitions that are offline."""
+    """Whether the cache shows a leader for each of ``partitions`` (all of the topic's, old and
+    new: Kafka's DelayedCreatePartitions waits for every partition of the written assignment,
+    a partition of leader -1 or not yet in the cache is missing its leader)."""
     parts = metadata.partitions.get(topic, {})
-    return all(p in parts and parts[p].leader >= 0 and parts[p].leader in metadata.brokers
-               for p in partitions)
+    return all(p in parts and parts[p].leader != NO_LEADER for p in partitions)

@@ -75,6 +75,9 @@ class FakeTzk:
     def get_topic_assignment(self, topic):
         return defer.succeed(TopicAssignment({0: (1,)}, "id", zk_version=0))
 
+    def get_broker_ids(self):           # CreatePartitions reads the registered brokers
+        return defer.succeed([1])
+
     def get_topic_config(self, topic):
         return defer.succeed({"retention.ms": "3600000"})
 
