@@ -90,6 +90,37 @@ def user_config_path(user: str) -> str:
     return config_entity_path(USERS, sanitize_entity_name(user))
 
 
+def quota_entity_name(name: str | None) -> str:
+    """A quota entity's name in a znode path, as Kafka's ZkAdminManager.sanitizeEntityName:
+    ``<default>`` for the default (None), else the sanitized name."""
+    return DEFAULT_ENTITY if name is None else sanitize_entity_name(name)
+
+
+def quota_entity_from_znode(child: str) -> str | None:
+    """The inverse of ``quota_entity_name``: None for ``<default>``."""
+    return None if child == DEFAULT_ENTITY else desanitize_entity_name(child)
+
+
+def user_client_entity_path(user_child: str, client_child: str) -> str:
+    """``<user>/clients/<client-id>`` (both already sanitized): the path below ``/config/users``
+    of a (user, client-id) quota entity, as Kafka names it in notifications
+    (``users/<user>/clients/<client-id>``)."""
+    return f"{segment(user_child, 'user')}/{CLIENTS}/{segment(client_child, 'client-id')}"
+
+
+def user_clients_path(user_child: str) -> str:
+    """``/config/users/<user>/clients``: the user's (user, client-id) quota entities."""
+    return f"{config_entity_path(USERS, user_child)}/{CLIENTS}"
+
+
+def quota_entity_znode_path(entity_type: str, entity_path: str) -> str:
+    """``/config/<type>/<path>`` where ``path`` may be ``<user>/clients/<client-id>``."""
+    parts = entity_path.split("/")
+    if entity_type == USERS and len(parts) == 3 and parts[1] == CLIENTS:
+        return f"{user_clients_path(parts[0])}/{segment(parts[2], 'client-id')}"
+    return config_entity_path(entity_type, entity_path)
+
+
 def config_changes_path() -> str:
     return CONFIG_CHANGES_PATH
 
@@ -146,6 +177,12 @@ class ConfigChangeNotification:
     @classmethod
     def for_user(cls, user: str) -> "ConfigChangeNotification":
         return cls(entity_path=f"{USERS}/{sanitize_entity_name(user)}")
+
+    @classmethod
+    def for_entity_path(cls, entity_type: str, entity_path: str) -> "ConfigChangeNotification":
+        """``<type>/<path>``, e.g. ``users/alice/clients/c1`` for a (user, client-id) quota."""
+        quota_entity_znode_path(entity_type, entity_path)        # checks the path's shape
+        return cls(entity_path=f"{entity_type}/{entity_path}")
 
     @property
     def entity_type(self) -> str:

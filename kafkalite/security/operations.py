@@ -82,6 +82,8 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     45: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterPartitionReassignments
     46: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # ListPartitionReassignments
     47: (Check(Op.DELETE, Res.GROUP), Check(Op.READ, Res.TOPIC)),                       # OffsetDelete
+    48: (Check(Op.DESCRIBE_CONFIGS, Res.CLUSTER),),                                      # DescribeClientQuotas
+    49: (Check(Op.ALTER_CONFIGS, Res.CLUSTER),),                                         # AlterClientQuotas
     50: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeUserScramCredentials
     51: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterUserScramCredentials
     57: (Check(Op.ALTER, Res.CLUSTER),),                                                 # UpdateFeatures

@@ -37,6 +37,7 @@ from kafkalite.protocol.kafka.convert import features as feature_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
 from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
 from kafkalite.protocol.kafka.convert import metadata as metadata_convert
+from kafkalite.protocol.kafka.convert import quotas as quota_convert
 from kafkalite.protocol.kafka.convert import reassignment as reassignment_convert
 from kafkalite.protocol.kafka.convert import scram as scram_convert
 from kafkalite.protocol.kafka.versions import kio_range
@@ -47,6 +48,7 @@ from kafkalite.server import feature_apis
 from kafkalite.server import scram_apis
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
+from kafkalite.server import quota_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
                               producer_id_apis, topic_apis)
@@ -263,6 +265,16 @@ def _scram_and_feature_rows():
     ]
 
 
+def _quota_rows():
+    # KIP-546's client quotas (users, client ids, both; KIP-612's IPs) through the brokers
+    return [
+        ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, quota_apis.handle_describe_client_quotas,
+                quota_convert.DESCRIBE_CLIENT_QUOTAS),
+        ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 1, quota_apis.handle_alter_client_quotas,
+                quota_convert.ALTER_CLIENT_QUOTAS),
+    ]
+
+
 def _delegation_token_rows():
     return [
         ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 2,
@@ -298,7 +310,7 @@ def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
             + _admin_rows() + _group_rows() + _acl_rows() + _reassignment_rows() + _log_dir_rows()
             + _scram_and_feature_rows()
-            + _delegation_token_rows())
+            + _delegation_token_rows() + _quota_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

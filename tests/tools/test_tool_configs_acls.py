@@ -195,10 +195,6 @@ def test_scram_user_through_zookeeper_logs_in(secure, zookeeper, apache_kafka):
     assert outputs[KAFKALITE] == outputs[KAFKA]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs DescribeClientQuotas: issue 23 (kafka-configs --describe --entity-type users asks "
-    "for the user's quotas before its SCRAM credentials; the --alter, through "
-    "AlterUserScramCredentials, passes)"))
 def test_scram_user_through_bootstrap_server(kafka_systems):
     """Kafka 2.8 alters and describes SCRAM credentials through the brokers (KIP-554).
     tests/tools/test_tool_scram_credentials.py checks the same through kafka-configs --alter
@@ -219,8 +215,6 @@ def test_scram_user_through_bootstrap_server(kafka_systems):
     assert outputs[KAFKALITE] == outputs[KAFKA]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs DescribeClientQuotas/AlterClientQuotas: issue 23 (the rest of Kafka 2.8's API set)"))
 def test_quotas_through_bootstrap_server(kafka_systems):
     """Client-id and user quotas through the brokers (KIP-546), as Kafka 2.8 allows."""
     client_id, user = unique("qc"), unique("qu")

@@ -251,6 +251,12 @@ REQUEST_SAMPLES = [
         upsertions=[sm.ScramCredentialUpsertion("alice", 1, 8192, b"salt", b"\x01" * 32)]),
     sm.UpdateFeaturesRequest(timeout_ms=5000,
                              feature_updates=[sm.FeatureUpdate("f", 0, True)]),
+    sm.DescribeClientQuotasRequest(components=[sm.QuotaFilterComponent("user", 0, "alice"),
+                                               sm.QuotaFilterComponent("client-id", 1, None)],
+                                   strict=True),
+    sm.AlterClientQuotasRequest(entries=[sm.QuotaAlteration(
+        [sm.QuotaEntityPart("user", None)], [sm.QuotaOp("producer_byte_rate", 1024.0, False)])],
+        validate_only=True),
     sm.DescribeLogDirsRequest(topics=[sm.DescribeLogDirsTopic("t", [0, 2])]),
     sm.DescribeLogDirsRequest(topics=None),
     sm.AlterReplicaLogDirsRequest(dirs=[sm.AlterReplicaLogDir("/d2", [
@@ -368,6 +374,12 @@ RESPONSE_SAMPLES = [
         sm.AlterUserScramCredentialsResult("bob", 93, "Too few iterations")]),
     sm.UpdateFeaturesResponse(error_code=0, results=[
         sm.UpdatableFeatureResult("f", 42, "Can not delete non-existing finalized feature.")]),
+    sm.DescribeClientQuotasResponse(entries=[sm.QuotaEntry(
+        [sm.QuotaEntityPart("user", "alice"), sm.QuotaEntityPart("client-id", None)],
+        [sm.QuotaValue("request_percentage", 12.5)])]),
+    sm.DescribeClientQuotasResponse(error_code=42, error_message="bad filter", entries=None),
+    sm.AlterClientQuotasResponse(entries=[sm.QuotaAlterationResult(
+        42, "Invalid configuration key x", [sm.QuotaEntityPart("client-id", "c1")])]),
     ApiVersionsResponse(api_versions=[ApiVersionRange(18, 0, 3)],
                         supported_features=[sm.SupportedFeature("f", 1, 2)],
                         finalized_features_epoch=3,
@@ -408,6 +420,7 @@ def test_api_keys_are_kafkas_numbers():
     expected.update(DESCRIBE_LOG_DIRS=35, ALTER_REPLICA_LOG_DIRS=34)
     expected.update(CREATE_DELEGATION_TOKEN=38, RENEW_DELEGATION_TOKEN=39,
                     EXPIRE_DELEGATION_TOKEN=40, DESCRIBE_DELEGATION_TOKEN=41)
+    expected.update(DESCRIBE_CLIENT_QUOTAS=48, ALTER_CLIENT_QUOTAS=49)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 
