@@ -34,7 +34,9 @@ class UserConfigZkStore:
     def get(self, user: str) -> dict[str, str]:
         path = s_config.user_config_path(user)
         got = self.zk.get_data(path)
-        if got is None:
+        if got is None or not got[0]:
+            # no data: a user made only as the parent of its (user, client-id) quotas, as
+            # Kafka's createRecursive leaves it (and as kafka-configs --zookeeper does)
             return {}
         return dict(s_config.EntityConfig.decode(got[0], got[1], path=path).config)
 
@@ -80,7 +82,9 @@ class UserConfigZkStore:
         """The config of the child ``child`` of ``/config/users`` (a sanitized name)."""
         path = s_config.config_entity_path(s_config.USERS, child)
         got = self.zk.get_data(path)
-        if got is None:
+        if got is None or not got[0]:
+            # no data: a user made only as the parent of its (user, client-id) quotas, as
+            # Kafka's createRecursive leaves it (and as kafka-configs --zookeeper does)
             return {}
         return dict(s_config.EntityConfig.decode(got[0], got[1], path=path).config)
 

@@ -264,3 +264,18 @@ def test_a_malformed_kafka_request_closes_the_connection(api_key):
 def test_doubles_are_stored_as_java_writes_them():
     assert [java_double_to_string(v) for v in (50.0, 1e7, 1.5e-4, 0.001, 123.456, -2.5)] == [
         "50.0", "1.0E7", "1.5E-4", "0.001", "123.456", "-2.5"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_user_made_only_for_its_client_quotas_has_no_credentials(protocol):
+    """/config/users/<user>, made with no data as the parent of a (user, client-id) quota (as
+    Kafka makes it), is read as a user with no configs by the SCRAM APIs too."""
+    broker = _broker()
+    _alter(broker, protocol, [([("user", "carol"), ("client-id", "c")],
+                               [("producer_byte_rate", 1)])])
+    assert broker.tree.nodes["/config/users/carol"].data == b""
+    body = {"users": None}
+    answer = _call(broker, protocol, 50, body, m.DescribeUserScramCredentialsRequest(users=None),
+                   version=0)
+    assert (int(answer.error_code), list(answer.results)) == (0, [])
+    assert _describe(broker, protocol, [("user", EXACT, "carol")], strict=True) == (0, None, [])
