@@ -12,7 +12,8 @@ from collections import deque
 
 from twisted.internet import defer, task
 
-from kafkalite.errors import KafkaError, NetworkError, RequestTimedOutError
+from kafkalite.errors import (KafkaError, NetworkError, RequestTimedOutError,
+                              StaleControllerEpochError)
 from kafkalite.protocol.channel import BrokerChannel
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,12 @@ class ControllerChannelManager:
                             type(request).__name__, error,
                             getattr(response, "error_message", ""))
             for entry in getattr(response, "partition_errors", []) or []:
-                if entry.error_code:
+                if entry.error_code == StaleControllerEpochError.code:
+                    # a state at the leader epoch the broker holds (a new controller resends
+                    # what it found): ignored there, as Kafka's brokers do; nothing to warn of
+                    log.debug("broker %d: %s-%d already at that leader epoch", broker_id,
+                              entry.topic, entry.partition)
+                elif entry.error_code:
                     log.warning("broker %d: %s-%d error %d on %s", broker_id, entry.topic,
                                 entry.partition, entry.error_code, type(request).__name__)
 

@@ -118,7 +118,11 @@ class ReplicaStateMachine:
                 continue
             isr = tuple(b for b in state.isr if b not in brokers)
             if isr and isr != state.isr:
-                shrink[tp] = replace(state, isr=isr, controller_epoch=c.epoch)
+                # a new leader epoch, as Kafka's doRemoveReplicasFromIsr (newLeaderAndIsr): the
+                # replicas left are told with a LeaderAndIsr, which a broker ignores at the
+                # epoch it already holds (Kafka's becomeLeaderOrFollower)
+                shrink[tp] = replace(state, isr=isr, leader_epoch=state.leader_epoch + 1,
+                                     controller_epoch=c.epoch)
         if not shrink:
             return []
         changed = yield c.write_partition_states(shrink)

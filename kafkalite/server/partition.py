@@ -29,11 +29,13 @@ log = logging.getLogger(__name__)
 
 def compute_high_watermark(leader_leo: int, isr, follower_leos: dict[int, int],
                            leader_id: int) -> int:
-    """HW = the smallest log end offset over the in-sync replicas."""
+    """HW = the smallest log end offset over the in-sync replicas. ``follower_leos`` holds every
+    assigned follower; an ISR member that is no assigned replica (a controller's state may name
+    one) is not counted, as Kafka counts only its remote replicas (Partition.remoteReplicasMap)."""
     hw = leader_leo
     for broker in isr:
-        if broker != leader_id:
-            hw = min(hw, follower_leos.get(broker, 0))
+        if broker != leader_id and broker in follower_leos:
+            hw = min(hw, follower_leos[broker])
     return hw
 
 

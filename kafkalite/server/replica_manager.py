@@ -28,6 +28,7 @@ from kafkalite.server.offset_values import EpochEndOffset, EpochQuery, OffsetQue
 from kafkalite.server.data_values import FetchParams, FetchResult, PartitionData, ProduceResult
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
                                                DelayedProduce, error_text)
+from kafkalite.server.leader_and_isr_checks import ignored_state
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
@@ -164,8 +165,6 @@ class ReplicaManager:
         roles = []
         for state in request.partition_states:
             tp = (state.topic, state.partition)
-            if self.broker_id not in state.replicas:
-                continue
             try:
                 partition = self.partitions.get(tp)
                 if partition is None and self.log_manager.is_offline_log(*tp):
@@ -176,10 +175,13 @@ class ReplicaManager:
                     partition_errors.append(m.PartitionError(tp[0], tp[1],
                                                              KafkaStorageError.code))
                     continue
-                if partition is not None and state.leader_epoch < partition.leader_epoch:
-                    raise StaleControllerEpochError(
-                        f"{tp[0]}-{tp[1]}: leader epoch {state.leader_epoch} is older than "
-                        f"the current {partition.leader_epoch}")
+                ignored = ignored_state(
+                    state, partition.leader_epoch if partition is not None else -1,
+                    self.broker_id, request.controller_id, request.controller_epoch)
+                if ignored is not None:
+                    log.log(ignored.level, ignored.message)
+                    partition_errors.append(m.PartitionError(tp[0], tp[1], ignored.error_code))
+                    continue
                 if partition is None:
                     partition = self._create_partition(state.topic, state.partition)
                 before = (partition.is_leader, partition.leader_epoch)

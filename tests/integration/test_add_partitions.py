@@ -162,11 +162,13 @@ def test_admin_client_create_partitions(three_brokers, zk_connect):
             admin.create_partitions({"a": NewPartitions(4, [[1]])})
         with pytest.raises(errors.InvalidReplicaAssignmentError, match="but 2 assignments"):
             admin.create_partitions({"b": NewPartitions(3, [[1], [2]])})
-        # the answer came after the leaders were elected: the controller's broker knows them
+        # the answer came once the controller's broker knew the new leaders; the broker asked
+        # next may not have heard yet (Kafka answers Metadata from the receiving broker's view
+        # too): wait until every broker's metadata shows them
+        wait_for(lambda: every_broker_sees(cluster, "a", 3), what="3 partitions of a everywhere")
         [desc] = admin.describe_topics(["a"])
     assert [(p.partition, p.replicas) for p in desc.partitions] == [
         (0, desc.partitions[0].replicas), (1, [3, 1, 2]), (2, [2, 3, 1])]
-    wait_for(lambda: every_broker_sees(cluster, "a", 3), what="3 partitions of a everywhere")
     assert {cluster.wait_for_leader("a", 1), cluster.wait_for_leader("a", 2)} == {3, 2}
 
     # after a controller failover: the new controller loaded them from ZooKeeper and adds more

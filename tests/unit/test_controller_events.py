@@ -64,13 +64,18 @@ def test_broker_failure_elects_the_first_live_isr_member():
     h.settle()
     # 2 comes first in the assignment but is not in sync: 3 leads
     assert h.state("t", 0) == zk_schema.PartitionState(3, 5, 1, (3,), 1)
-    # broker 1 followed t-1: it leaves the ISR, the leader stays
+    # broker 1 followed t-1: it leaves the ISR, the leader stays, at a new leader epoch (Kafka's
+    # doRemoveReplicasFromIsr): brokers ignore a LeaderAndIsr at the epoch they hold
+    epoch_before = 0
     assert h.state("t", 1).leader == 2 and h.state("t", 1).isr == (2, 3)
+    assert h.state("t", 1).leader_epoch == epoch_before + 1
     assert controller.replica_state_machine.state(("t", 0, 1)) == RS.OFFLINE
     channels = controller.channels
     assert sorted(b for b, r in channels.sent if type(r).__name__ == "LeaderAndIsrRequest") \
         == [2, 3]
     assert entry(channels.requests("LeaderAndIsrRequest", 3)[0], "t", 0).leader == 3
+    told = entry(channels.requests("LeaderAndIsrRequest", 2)[0], "t", 1)
+    assert (told.leader, told.leader_epoch, list(told.isr)) == (2, epoch_before + 1, [2, 3])
     assert [b for b, r in channels.sent if type(r).__name__ == "UpdateMetadataRequest"] == [2, 3]
     assert channels.brokers() == [2, 3]
 

@@ -81,13 +81,14 @@ class Broker:
     def clock_ms(self):
         return int(self.reactor.seconds() * 1000)
 
-    def become(self, partition=0, leader=1, replicas=(1,), isr=None, epoch=0, topic=OFFSETS_TOPIC):
+    def become(self, partition=0, leader=1, replicas=(1,), isr=None, epoch=0, topic=OFFSETS_TOPIC,
+               expected_error=0):
         state = m.LeaderAndIsrPartitionState(topic, partition, 1, leader, epoch,
                                              list(isr if isr is not None else replicas), 0,
                                              list(replicas))
         response = self.replica_manager.become_leader_or_follower(m.LeaderAndIsrRequest(
             controller_id=1, controller_epoch=1, partition_states=[state]))
-        assert all(e.error_code == 0 for e in response.partition_errors)
+        assert all(e.error_code == expected_error for e in response.partition_errors)
 
     def follower_fetch(self, replica_id, offset, partition=0):
         return self.replica_manager.fetch(
@@ -457,7 +458,8 @@ def test_replica_manager_reports_leadership_changes(tmp_path):
     tp = (OFFSETS_TOPIC, 0)
     broker.become(epoch=3)
     assert broker.roles == [(tp, True, 3)]
-    broker.become(epoch=3)                                 # the same again: no news
+    # the same epoch again: ignored, as Kafka (STALE_CONTROLLER_EPOCH), and no news
+    broker.become(epoch=3, expected_error=errors.StaleControllerEpochError.code)
     assert broker.roles == [(tp, True, 3)]
     broker.become(epoch=4)                                 # a new epoch: elected again
     broker.become(leader=2, replicas=(1, 2), epoch=5)      # follower

@@ -8,7 +8,8 @@ from kafkalite.server.partition import can_rejoin_isr, compute_high_watermark, l
     (10, [1, 2, 3], {2: 10, 3: 10}, 10),
     (10, [1, 2, 3], {2: 7, 3: 9}, 7),       # the slowest ISR member bounds the HW
     (10, [1, 2], {2: 7, 3: 0}, 7),          # out-of-sync replica 3 does not hold it back
-    (10, [1, 2], {}, 0),                    # nothing heard from 2 yet
+    (10, [1, 2], {2: 0}, 0),                # nothing heard from 2 yet
+    (10, [1, 2, 33], {2: 10}, 10),          # 33 is in no replica list: it holds nothing back
 ])
 def test_high_watermark_is_min_leo_over_isr(leader_leo, isr, leos, expected):
     assert compute_high_watermark(leader_leo, isr, leos, leader_id=1) == expected

@@ -195,3 +195,57 @@ def test_a_caught_up_replica_joins_the_isr_at_its_end(tmp_path):
     h.produce(acks=1)
     h.fetch(3, replica_id=2)
     assert h.isr_changes[-1] == (("t", 0), [1, 3, 2])
+
+
+# --- LeaderAndIsr epochs (issue 24): as Kafka 2.8's ReplicaManager.becomeLeaderOrFollower -------
+
+def test_a_state_at_the_current_leader_epoch_is_ignored(tmp_path):
+    """The fuzz case: a replayed LeaderAndIsr at the same leader epoch 0 naming ISR [33] (no such
+    broker). Kafka ignores it ("leader epoch 0 matches the current leader epoch") and answers
+    STALE_CONTROLLER_EPOCH for the partition; the leader's high watermark goes on."""
+    h = Harness(tmp_path)
+    h.lead([1], [1], epoch=0)
+    h.produce(acks=1)
+    response = h.lead([1], [33], epoch=0)
+    assert response.error_code == 0
+    assert response.partition_errors == [
+        m.PartitionError("t", 0, errors.StaleControllerEpochError.code)]
+    partition = h.manager.partitions[TP]
+    assert (partition.leader_id, partition.leader_epoch, partition.isr, partition.replicas) == \
+        (1, 0, [1], [1])
+    assert _resolved(h.produce(acks=1))[TP].error_code == 0
+    assert partition.high_watermark == 6
+    assert [r.offset for r in iter_records(_resolved(h.fetch(0))[TP].records)] == list(range(6))
+
+
+def test_a_state_at_an_older_leader_epoch_is_ignored(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2], epoch=2)
+    response = h.lead([1, 2], [2], epoch=1, leader=2)
+    assert response.partition_errors == [
+        m.PartitionError("t", 0, errors.StaleControllerEpochError.code)]
+    partition = h.manager.partitions[TP]
+    assert (partition.leader_id, partition.leader_epoch, partition.isr) == (1, 2, [1, 2])
+
+
+def test_a_newer_state_not_naming_this_broker_is_unknown_here(tmp_path):
+    """Kafka: "itself is not in assigned replica list" -> UNKNOWN_TOPIC_OR_PARTITION."""
+    h = Harness(tmp_path)
+    response = h.lead([2, 3], [2, 3], epoch=0, leader=2)
+    assert response.partition_errors == [
+        m.PartitionError("t", 0, errors.UnknownTopicOrPartitionError.code)]
+    assert TP not in h.manager.partitions
+
+
+def test_an_isr_member_that_is_no_replica_holds_nothing_back(tmp_path):
+    """Kafka accepts a newer state whose ISR names a broker outside the replicas; its high
+    watermark counts only the assigned replicas (Partition.remoteReplicasMap), so acknowledged
+    records stay readable and acks=all is answered."""
+    h = Harness(tmp_path)
+    h.lead([1], [1], epoch=0)
+    assert h.lead([1], [1, 33], epoch=1).partition_errors == [m.PartitionError("t", 0, 0)]
+    assert _resolved(h.produce(acks=1))[TP].error_code == 0
+    assert _resolved(h.produce(acks=-1))[TP].error_code == 0
+    partition = h.manager.partitions[TP]
+    assert partition.high_watermark == 6
+    assert len(list(iter_records(_resolved(h.fetch(0))[TP].records))) == 6
