@@ -158,7 +158,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "which logs' flush.ms has passed (Kafka's default: never); also flush.ms's "
               "default when log.flush.interval.ms is unset", at_least(1)),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", "int", 60000, "how often recovery "
-              "points are checkpointed", at_least(0)),
+              "points (and log start offsets) are checkpointed, the first time 30 s after the "
+              "start as Kafka's; a restart after a crash re-verifies the log from the segment "
+              "holding the checkpointed point", at_least(0)),
     ConfigDef("log.message.timestamp.type", "string", "CreateTime", "CreateTime or "
               "LogAppendTime", one_of("CreateTime", "LogAppendTime")),
     ConfigDef("log.message.timestamp.difference.max.ms", "long", LONG_MAX, "largest difference "

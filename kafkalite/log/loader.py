@@ -8,7 +8,12 @@ log start offset and recovery point the Log starts from:
 * index files without a log are dropped and missing indexes rebuilt from the log;
 * after an unclean shutdown every segment from the one holding the recovery point on is
   re-verified (lengths and CRCs); the first bad or torn batch and everything after it --
-  including later segments -- is removed, as Kafka does;
+  including later segments -- is removed, as Kafka does; the segments and bytes rescanned are
+  counted (``LoadedLog.recovered_segments``/``recovered_bytes``) and logged;
+* the log then starts with its recovery point at the log end offset, as Kafka 2.8's
+  ``Log.recoverLog`` ends with ``recoveryPoint = activeSegment.readNextOffset``: what was just
+  verified (or closed cleanly) is not verified again after the next crash once the LogManager's
+  checkpoint task has written the new point;
 * a log written in kafkalite's old msgpack record format is refused by name;
 * an empty directory gets one empty segment at the log start offset.
 """
@@ -47,6 +52,10 @@ class LoadedLog:
     recovery_point: int
     #: bytes cut off by recovery (torn or corrupt tails, and the segments after them)
     truncated_bytes: int
+    #: segments re-verified batch by batch (past the recovery point, or with a missing index)
+    recovered_segments: int = 0
+    #: bytes of the .log files of those segments, as found before recovery cut them
+    recovered_bytes: int = 0
 
 
 def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_point: int,
@@ -54,20 +63,26 @@ def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_poi
     """Recover and open the segments of the partition directory ``dir`` (which exists).
 
     ``recovery_point`` is the checkpointed offset below which everything was fsynced; segments
-    from the one holding it on are re-verified unless ``clean_shutdown``. ``log_start_offset``
-    (checkpointed, None if unknown) raises the start above the first segment's base offset.
+    from the one holding it on are re-verified unless ``clean_shutdown`` (Kafka's
+    ``logSegments(recoveryPoint, Long.MaxValue)``). ``log_start_offset`` (checkpointed, None if
+    unknown) raises the start above the first segment's base offset. The returned recovery
+    point is the log end offset, as Kafka's.
     """
     bases = _complete_pending_files(dir, config, clock, name)
     ordered = sorted(bases)
     segments: list[LogSegment] = []
     truncated_bytes = 0
+    recovered_segments = recovered_bytes = 0
     first_to_recover = len(ordered)
     if not clean_shutdown and ordered:
         first_to_recover = max(0, bisect_right(ordered, recovery_point) - 1)
     for i, base in enumerate(ordered):
-        _log_path, index_path, time_index_path = segment_paths(dir, base)
+        log_path, index_path, time_index_path = segment_paths(dir, base)
         missing = not (os.path.exists(index_path) and os.path.exists(time_index_path))
         recover = i >= first_to_recover or missing
+        if recover:
+            recovered_segments += 1
+            recovered_bytes += _size_of(log_path)
         segment = LogSegment(dir, base, config, clock, recover=recover)
         segments.append(segment)
         if segment.truncated_bytes:
@@ -75,17 +90,19 @@ def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_poi
             truncated_bytes += _delete_later_segments(dir, name, segment, ordered[i + 1:])
             break
     _refuse_old_record_format(dir, segments)
+    if recovered_segments:
+        log.info("%s: re-verified %d segment(s), %d bytes (recovery point %d)", name,
+                 recovered_segments, recovered_bytes, recovery_point)
 
     if not segments:
         start = max(log_start_offset or 0, 0)
         segments.append(LogSegment(dir, start, config, clock))
-        recovery_point = start
     leo = segments[-1].next_offset
     start = segments[0].base_offset
     if log_start_offset is not None:
         start = max(start, log_start_offset)
-    return LoadedLog(segments, min(start, leo), min(max(recovery_point, 0), leo),
-                     truncated_bytes)
+    return LoadedLog(segments, min(start, leo), leo, truncated_bytes, recovered_segments,
+                     recovered_bytes)
 
 
 def _complete_pending_files(dir: str, config, clock: Callable[[], int], name: str) -> set[int]:

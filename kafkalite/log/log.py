@@ -120,6 +120,9 @@ class Log(LogCleaning):
         self.recovery_point = loaded.recovery_point
         #: bytes cut off by recovery when this log was opened
         self.recovery_truncated_bytes = loaded.truncated_bytes
+        #: segments (and their bytes) re-verified when this log was opened
+        self.recovered_segments = loaded.recovered_segments
+        self.recovered_bytes = loaded.recovered_bytes
         self._last_flush_ms = self._clock()
 
     # --- properties -------------------------------------------------------------------------------

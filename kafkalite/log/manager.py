@@ -17,7 +17,10 @@ marker was absent. Then four tasks run on the injected reactor:
   (``ROLL_FLUSH_INTERVAL_MS``, or the flush interval if shorter), as Kafka flushes a rolled
   segment at once on its scheduler;
 * checkpoint (``log.flush.offset.checkpoint.interval.ms``): recovery points and log start
-  offsets.
+  offsets, the first time 30 s after the start (Kafka's ``InitialTaskDelayMs``) or one interval
+  after it if that is shorter. A log opens with its recovery point at its end (Kafka's
+  ``Log.recoverLog``) and a flush moves it up, so after a kill -9 only what was appended since
+  the last checkpoint (from the segment holding the checkpointed point on) is re-verified.
 
 ``stopService`` flushes every log, writes the checkpoints, closes the logs and writes the
 clean-shutdown marker. All of it runs on the reactor thread (fsyncs included, synchronously).
@@ -67,6 +70,8 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: rolled segments are flushed within this long (Kafka flushes them at once, on its scheduler)
 ROLL_FLUSH_INTERVAL_MS = 1000
+#: Kafka's LogManager.InitialTaskDelayMs: the checkpoint task first runs this long after the start
+INITIAL_TASK_DELAY_MS = 30_000
 #: a task interval above this (about 24.8 days; Kafka's default flush interval is Long.MAX) is
 #: never scheduled: the reactor's poll cannot wait that long
 MAX_LOOP_INTERVAL_MS = 2**31 - 1
@@ -109,6 +114,7 @@ class LogManager(FutureLogs, service.Service):
         self._init_future_logs()    # AlterReplicaLogDirs' copies (log.future_logs)
         self._high_watermarks: dict[str, dict[TopicPartition, int]] = {}
         self._loops: list[task.LoopingCall] = []
+        self._loop_starts: list = []     # delayed calls starting a loop after its first delay
         self.loaded = False
         #: data dirs whose last shutdown was clean (filled by load_logs)
         self.clean_shutdown_dirs: set[str] = set()
@@ -180,13 +186,18 @@ class LogManager(FutureLogs, service.Service):
         if self.flush_check_interval_ms <= MAX_LOOP_INTERVAL_MS:
             self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
         if self.checkpoint_interval_ms > 0:
-            self._start_loop(self.checkpoint_logs, self.checkpoint_interval_ms, "checkpoint")
+            self._start_loop(self.checkpoint_logs, self.checkpoint_interval_ms, "checkpoint",
+                             first_ms=INITIAL_TASK_DELAY_MS)
 
     def stopService(self):
         for loop in self._loops:
             if loop.running:
                 loop.stop()
         self._loops = []
+        for call in self._loop_starts:
+            if call.active():
+                call.cancel()
+        self._loop_starts = []
         if self._cleaner_call is not None and self._cleaner_call.active():
             self._cleaner_call.cancel()
         self._cleaner_call = None
@@ -241,13 +252,24 @@ class LogManager(FutureLogs, service.Service):
             if self.running:
                 self._schedule_cleaner()
 
-    def _start_loop(self, fn: Callable[[], object], interval_ms: int, what: str) -> None:
+    def _start_loop(self, fn: Callable[[], object], interval_ms: int, what: str,
+                    first_ms: int | None = None) -> None:
+        """Run ``fn`` every ``interval_ms``, the first time after ``first_ms`` if that is
+        shorter than the interval."""
         loop = task.LoopingCall(fn)
         loop.clock = self.reactor
-        d = loop.start(interval_ms / 1000.0, now=False)
+        self._loops.append(loop)
+        if first_ms is None or first_ms >= interval_ms:
+            self._run_loop(loop, interval_ms, what, now=False)
+        else:
+            self._loop_starts.append(self.reactor.callLater(
+                first_ms / 1000.0, self._run_loop, loop, interval_ms, what, True))
+
+    @staticmethod
+    def _run_loop(loop: task.LoopingCall, interval_ms: int, what: str, now: bool) -> None:
+        d = loop.start(interval_ms / 1000.0, now=now)
         d.addErrback(lambda f: log.error("log manager %s task stopped: %s", what,
                                          f.getTraceback()))
-        self._loops.append(loop)
 
     # --- loading ----------------------------------------------------------------------------------
     def load_logs(self) -> None:
@@ -316,6 +338,11 @@ class LogManager(FutureLogs, service.Service):
                              recovery_point=recovery_points.get(tp, 0), clean_shutdown=clean,
                              log_start_offset=log_starts.get(tp),
                              log_dir_failure_channel=self.failure_channel)
+        if loaded and not clean:
+            log.info("recovered %d log(s) in %s: re-verified %d segment(s), %d bytes, past "
+                     "their recovery points", len(loaded), data_dir,
+                     sum(lg.recovered_segments for lg in loaded.values()),
+                     sum(lg.recovered_bytes for lg in loaded.values()))
         if clean:
             self.clean_shutdown_dirs.add(data_dir)
             os.unlink(marker)
