@@ -78,6 +78,10 @@ async def _create_partitions(broker, topic, count, assignments, validate_only, t
             current = await broker.deferred_zk.get_topic_assignment(topic)
             if current is None:
                 raise errors.UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+            if current.adding_replicas or current.removing_replicas:
+                # a move through AlterPartitionReassignments (KIP-455), kept in the topic znode
+                raise errors.ReassignmentInProgressError(
+                    f"A partition reassignment is in progress for the topic '{topic}'.")
             added = assign_new_partitions(topic, current.partitions, count, registered,
                                           assignments)
             if validate_only:

@@ -140,6 +140,7 @@ def test_a_concurrent_change_is_reread_and_decided_again(broker):
     ("t", 3, [["x"]], None, 42, "lists of broker ids"),
     ("t", 3, None, "marked", 17, "The topic is queued for deletion."),
     ("t", 3, None, "reassigning", 60, "reassignment is in progress"),
+    ("t", 3, None, "moving-by-api", 60, "reassignment is in progress for the topic 't'"),
     ("t", 3, None, "two-brokers", 38, "Replication factor: 2 larger than available brokers: 1."),
 ])
 def test_refusals(topic, count, assignments, setup, code, text):
@@ -149,6 +150,10 @@ def test_refusals(topic, count, assignments, setup, code, text):
         broker.deferred_zk.marked = ["t"]
     if setup == "reassigning":
         broker.deferred_zk.reassigning = {("t", 1): (3, 1)}
+    if setup == "moving-by-api":      # KIP-455: the move is in the topic znode only
+        broker.deferred_zk.assignments["t"] = TopicAssignment(
+            {0: (1, 2), 1: (1, 2, 3)}, "id-t", adding_replicas={1: (1,)},
+            removing_replicas={1: (3,)}, zk_version=0)
     got_code, message = result_of(create_partitions(broker, topic, count, assignments, False,
                                                     5000))
     assert (got_code, text in (message or "")) == (code, True), message
