@@ -137,9 +137,6 @@ def test_alter_replica_log_dirs_errors_as_kafka(two_dir_systems):
     assert seen[KAFKALITE] == seen[KAFKA]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs ListPartitionReassignments/AlterPartitionReassignments: issue 23 (the tool asks "
-    "for them before it sends AlterReplicaLogDirs)"))
 def test_reassign_partitions_moves_a_replica_between_dirs(two_dir_systems, tmp_path):
     """kafka-reassign-partitions --bootstrap-server with a ``log_dirs`` field: the tool sends
     AlterPartitionReassignments (same replicas) and AlterReplicaLogDirs, then --verify reads
