@@ -80,6 +80,8 @@ def _scalar_strategy(kafka_type, optional):
         base = st.binary(max_size=12)
     elif kafka_type in ("timedelta_i32", "timedelta_i64"):
         base = st.integers(0, (1 << 31) - 1)
+    elif kafka_type == "float64":          # client quotas' values (NaN never equals itself)
+        base = st.floats(allow_nan=False)
     elif kafka_type == "uuid":
         return st.none() | st.uuids().filter(lambda u: u.int != 0)
     else:
