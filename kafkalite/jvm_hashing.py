@@ -1,4 +1,4 @@
-"""The order in which the JVM's hash maps iterate, for output that must match Kafka's tools line
+"""The JVM's hashes, and the order in which its hash maps iterate, for output that must match Kafka's tools line
 for line (they print maps as they iterate): ``java.util.HashMap`` and Scala 2.13's
 ``mutable.HashMap`` (Kafka 2.8's tools are Scala 2.13), over the keys those tools use: strings,
 ints and ``TopicPartition``.
@@ -24,9 +24,11 @@ def _int32(value: int) -> int:
 
 
 def java_string_hash(text: str) -> int:
-    """``String.hashCode``: over UTF-16 code units."""
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over the string's UTF-16 code
+    units (a character outside the BMP counts as its two surrogates; a lone surrogate as itself),
+    in int32 arithmetic that wraps."""
     h = 0
-    data = text.encode("utf-16-be")
+    data = text.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
         h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return _int32(h)

@@ -20,7 +20,7 @@ import json
 
 import click
 
-from kafkalite.cli.jvm_order import (java_hash_map_order, java_string_hash,
+from kafkalite.jvm_hashing import (java_hash_map_order, java_string_hash,
                                      scala_hash_map_order, topic_partition_hash)
 from kafkalite.cli.options import CliError, admin_client, bootstrap_option, quiet_client_logs
 
@@ -42,7 +42,7 @@ def java_error_name(error) -> str | None:
 def report(described: dict, topics: set[str]) -> dict:
     """Kafka's JSON of ``AdminClient.describe_log_dirs``' answer; only the partitions of
     ``topics`` when some are given. In Kafka's order: its tool iterates a Java map of log dirs
-    and Scala maps of brokers and of partitions (``jvm_order``)."""
+    and Scala maps of brokers and of partitions (``kafkalite.jvm_hashing``)."""
     return {"version": 1, "brokers": [
         {"broker": broker_id, "logDirs": [
             _log_dir(log_dir, described[broker_id][log_dir], topics)

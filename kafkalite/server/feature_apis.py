@@ -19,6 +19,7 @@ from twisted.internet import defer
 
 from kafkalite import errors
 from kafkalite.protocol import messages as m
+from kafkalite.jvm_hashing import java_string_hash, scala_hash_map_order
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ResourceType
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES
@@ -132,20 +133,5 @@ def _apply(broker, request: m.UpdateFeaturesRequest) -> defer.Deferred:
 
 def scala_hash_order(names) -> list[str]:
     """``names`` in the order Kafka 2.8 answers them: its results are a Scala 2.13
-    ``mutable.HashMap`` keyed by feature name, iterated bucket by bucket (a bucket is the
-    spread String.hashCode masked by the table size: 16, doubled at each 3/4 fill), each bucket's
-    keys by ascending spread hash."""
-    names = list(names)
-    size = 16
-    while len(names) >= size * 3 // 4:
-        size *= 2
-
-    def spread(name: str) -> int:
-        h = 0
-        data = name.encode("utf-16-be")
-        for i in range(0, len(data), 2):               # Java's String.hashCode, UTF-16 units
-            h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-        h ^= h >> 16
-        return h - (1 << 32) if h & 0x80000000 else h
-
-    return sorted(names, key=lambda name: (spread(name) & (size - 1), spread(name)))
+    ``mutable.HashMap`` keyed by feature name."""
+    return scala_hash_map_order(names, java_string_hash)

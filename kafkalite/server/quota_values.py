@@ -11,7 +11,7 @@ import re
 from decimal import Decimal
 from typing import Iterable
 
-from kafkalite.cli.jvm_order import java_string_hash
+from kafkalite.jvm_hashing import java_string_hash
 
 __all__ = ["java_double_to_string", "java_parse_double", "saturating_long", "saturating_int",
            "hash_map_order"]

@@ -39,4 +39,4 @@ def test_report_is_kafkas_json_with_the_topics_asked():
         '"partitions":[]}]}]}')
     every = report(described, set())
     assert [p["partition"] for p in every["brokers"][1]["logDirs"][0]["partitions"]] == [
-        "t-1", "t-0", "u-0"]              # Scala's HashMap order (cli/jvm_order.py)
+        "t-1", "t-0", "u-0"]              # Scala's HashMap order (kafkalite/jvm_hashing.py)

@@ -1,11 +1,11 @@
-"""cli/jvm_order.py against what the JVM itself printed (jshell over Kafka 2.8.2's
+"""kafkalite/jvm_hashing.py against what the JVM itself printed (jshell over Kafka 2.8.2's
 scala-library-2.13.5 and kafka-clients jars): a java.util.HashMap of TopicPartitions put in the
 order below, the Scala mutable.HashMap that ``asScala(...).filter`` makes of it (what
 kafka-log-dirs prints from), and a Java map of log dir paths."""
 
 from __future__ import annotations
 
-from kafkalite.cli.jvm_order import (java_hash_map_order, java_string_hash,
+from kafkalite.jvm_hashing import (java_hash_map_order, java_string_hash,
                                      scala_hash_map_order, topic_partition_hash)
 
 KEYS = [(t, i) for t in ("orders", "tu-dirs-ab12cd34", "x") for i in range(7)]
