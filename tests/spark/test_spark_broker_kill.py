@@ -8,7 +8,7 @@ then the new leader). Replication factor 3, min.insync.replicas 2.
 - read: the job either fails with an error that says what went wrong, or returns every record
   of the topic exactly once (each (partition, offset) once, with the value produced there);
 - write: the job succeeds (the sink retries through the failover) and every row is in the topic
-  afterwards (at least once: the sink is at-least-once, DESIGN/client_io).
+  afterwards (at least once: the sink is at-least-once).
 """
 
 from __future__ import annotations

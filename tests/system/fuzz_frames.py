@@ -2,8 +2,8 @@
 (shared by kafka_fuzz_tools, native_fuzz_cases and fuzz_runner; no test functions here).
 
 A case is bytes written on a fresh connection. What the broker makes of them is decided the way
-the broker decides it (kafkalite/server/network.py, DESIGN section 5): the stream is cut into
-Int32-length frames; a length that is negative or above ``socket.request.max.bytes`` ends the
+the broker decides it (kafkalite/server/network.py; docs/architecture.md, 3. The request
+pipeline): the stream is cut into Int32-length frames; a length that is negative or above ``socket.request.max.bytes`` ends the
 connection; the first frame's first byte picks the protocol (0x00 Kafka, a msgpack array header
 native, anything else: closed).
 """
