@@ -1,5 +1,6 @@
 """Consumer groups of the brokers' group coordinator (docs/architecture.md, 9. Consumer groups)
-with real Kafka clients, on three broker processes (rf 3, min.insync.replicas 2, group.initial.rebalance.delay.ms 300).
+with real Kafka clients, on three broker processes (rf 3, min.insync.replicas 2,
+group.initial.rebalance.delay.ms 300).
 
 Group members that are killed run as processes of their own (kafka_group_member.py: a
 confluent-kafka consumer that commits synchronously after every batch and logs its rebalance
