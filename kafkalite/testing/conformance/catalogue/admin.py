@@ -1,6 +1,5 @@
-"""Admin APIs beyond topics and configs: DeleteRecords, DescribeCluster, and the Kafka 2.8 admin
-APIs kafkalite does not serve yet (ElectLeaders, DescribeLogDirs, partition reassignment, SCRAM
-credentials), asked so that the day they arrive the comparison starts at once.
+"""Admin APIs beyond topics and configs: DeleteRecords, DescribeCluster, ElectLeaders,
+DescribeLogDirs, partition reassignment, SCRAM credentials and client quotas.
 """
 
 from __future__ import annotations
@@ -118,3 +117,51 @@ def describe_scram_credentials(ctx: Context) -> object:
         result = clients.outcome(future, ctx.timeout_s)
         out[user] = result if isinstance(result, dict) else "described"
     return out
+
+
+@scenario("alter-partition-reassignments-cancel", "AlterPartitionReassignments")
+def alter_partition_reassignments_cancel(ctx: Context) -> object:
+    """AlterPartitionReassignments v0 at the controller, cancelling (null replicas) moves that do
+    not exist: a partition of a topic at rest, and a partition of a topic that does not exist."""
+    topic = clients.create_topic(ctx, "t")
+    answer = raw.call(clients.controller_address(ctx), 45, 0, {"timeout_ms": 10000, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "replicas": None}]},
+        {"name": ctx.name("missing"), "partitions": [{"partition_index": 0,
+                                                      "replicas": None}]}]})
+    if isinstance(answer, str):
+        return answer
+    return [answer["error_code"], [[t["name"] == topic, p["partition_index"], p["error_code"]]
+                                   for t in answer["responses"] for p in t["partitions"]]]
+
+
+@scenario("client-quotas", "AlterClientQuotas", "DescribeClientQuotas")
+def client_quotas(ctx: Context) -> object:
+    """AlterClientQuotas v1 (validate only, then for real, then an unknown key) for a user, and
+    DescribeClientQuotas v1 of that user before and after."""
+    user = ctx.name("user")
+    address = ctx.addresses[0]
+
+    def alter(key, value, validate_only):
+        answer = raw.call(address, 49, 1, {"validate_only": validate_only, "entries": [{
+            "entity": [{"entity_type": "user", "entity_name": user}],
+            "ops": [{"key": key, "value": value, "remove": False}]}]})
+        if isinstance(answer, str):
+            return answer
+        return [[e["error_code"], [c["entity_type"] for c in e["entity"]]]
+                for e in answer["entries"]]
+
+    def describe():
+        answer = raw.call(address, 48, 1, {"strict": True, "components": [
+            {"entity_type": "user", "match_type": 0, "match": user}]})
+        if isinstance(answer, str):
+            return answer
+        return [answer["error_code"], [sorted((v["key"], v["value"]) for v in e["values"])
+                                       for e in answer["entries"] or []]]
+
+    return {"validate only": alter("producer_byte_rate", 1024.0, True),
+            "after validate only": describe(),
+            "alter": alter("producer_byte_rate", 1024.0, False),
+            "after alter": clients.wait_for(
+                lambda: (lambda d: d if isinstance(d, str) or d[1] else None)(describe()),
+                "the quota to be described", ctx.timeout_s),
+            "unknown key": alter("no_such_quota", 1.0, False)}
