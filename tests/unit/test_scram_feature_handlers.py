@@ -11,7 +11,9 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-from controller_fakes import DeferredZk, InMemoryZk, ZkTree
+from controller_fakes import DeferredZk, ZkTree
+from handler_fakes import AclTakingZk
+from handler_fakes import ClusterAuthorizer as FakeAuthorizer
 from pipeline_driver import (connect, kafka_frame, native_frame, read_frames,
                              read_kafka_responses, read_native_responses)
 from scramp.core import hi
@@ -31,26 +33,6 @@ KAFKA, NATIVE = "kafka", "native"
 PROTOCOLS = [KAFKA, NATIVE]
 SHA256, SHA512 = 1, 2
 SALT = b"0123456789abcdef"
-
-
-class FakeAuthorizer:
-    def __init__(self, deny_cluster: bool):
-        self.deny_cluster = deny_cluster
-        self.asked: list = []
-
-    def authorize(self, principal, host, operation, resource_type, name, log_denied=True):
-        self.asked.append((operation.name, resource_type))
-        return not (self.deny_cluster and resource_type == ResourceType.CLUSTER)
-
-    def authorize_by_resource_type(self, principal, host, operation, resource_type):
-        return True
-
-
-class AclTakingZk(InMemoryZk):
-    """The in-memory session, taking (and ignoring) the ACL credentials' znodes are made with."""
-
-    def create(self, path, data=b"", *, acl=None, **kwargs):
-        return super().create(path, data, **kwargs)
 
 
 def _broker(active=True, authorizer=None, feature_node: FeatureZNode | None = FeatureZNode()):
