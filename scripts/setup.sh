@@ -60,8 +60,10 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if [ "$APACHE_KAFKA" = 1 ]; then
-  # Maven fetches Apache Kafka's jars; javac's JDK comes with it
+  # Maven fetches Apache Kafka's jars; the Java programs of tests/jvm are compiled with javac
+  # (Debian's maven needs only a JRE, so the JDK is asked for on its own)
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
