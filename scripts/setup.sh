@@ -55,7 +55,7 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 # network namespaces and nftables: the fault tests cut links between brokers and ZooKeeper
-# (kafkalite.testing.faults; they skip, saying why, where they cannot run)
+# (kafkalite.testing.faults; they skip, saying why, where they cannot run: in CI a skip fails)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
