@@ -53,8 +53,8 @@ from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_ap
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
                               producer_id_apis, topic_apis)
 
-__all__ = ["ApiSpec", "CLIENT", "CONTROL", "TABLE", "spec_for", "kafka_ranges", "native_ranges",
-           "kafka_version_range", "listener_may_carry"]
+__all__ = ["ApiSpec", "CLIENT", "CONTROL", "TABLE", "kafka_ranges", "native_ranges",
+           "listener_may_carry"]
 
 CLIENT, CONTROL = "client", "control"
 
@@ -106,10 +106,6 @@ class ApiSpec:
 TABLE: dict[int, ApiSpec] = {}
 
 
-def spec_for(api_key: int) -> ApiSpec | None:
-    return TABLE.get(api_key)
-
-
 def kafka_ranges(table: dict[int, ApiSpec] | None = None) -> dict[int, tuple[int, int]]:
     """``{api key: (min, max)}`` that the Kafka-protocol ApiVersions answer lists."""
     rows = (TABLE if table is None else table).values()
@@ -122,11 +118,6 @@ def native_ranges(table: dict[int, ApiSpec] | None = None) -> dict[int, tuple[in
     rows = (TABLE if table is None else table).values()
     return {spec.key: spec.native_versions for spec in sorted(rows, key=_key)
             if spec.serves_native}
-
-
-def kafka_version_range(api_key: int) -> tuple[int, int] | None:
-    spec = TABLE.get(api_key)
-    return spec.kafka_versions if spec is not None and spec.serves_kafka else None
 
 
 def listener_may_carry(spec: ApiSpec, listener: str | None, config) -> bool:

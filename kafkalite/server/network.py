@@ -44,7 +44,7 @@ from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory
 from zope.interface import implementer
 
-from kafkalite.errors import KafkaError, code_of
+from kafkalite.errors import KafkaError, NotControllerError, code_of
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.connection import KafkaWireProtocol
 from kafkalite.server.connection_security import (
@@ -226,7 +226,6 @@ class BrokerProtocol(KafkaWireProtocol):
 
 
 def _wrong_listener(spec, listener) -> KafkaError:
-    from kafkalite.errors import NotControllerError
     return NotControllerError(f"{spec.name} is accepted only on the controller's listener, "
                               f"not on {listener}")
 
