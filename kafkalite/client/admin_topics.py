@@ -56,8 +56,24 @@ def create_topics(admin, new_topics: Iterable[NewTopic], timeout_ms: int | None 
 
     results = controller_call(admin, list(topics), build, lambda r: r.topics, timeout_ms)
     if not validate_only:
-        admin._cluster.request_update()
+        _wait_for_leaders(admin, [n for n, error in results.items() if error is None],
+                          timeout_ms)
     return finish(results, raise_on_error)
+
+
+def _wait_for_leaders(admin, names: list[str], timeout_ms: int) -> None:
+    """Until the metadata the client is given shows a leader for every partition of ``names``,
+    or the timeout passes. The controller answers CreateTopics once its own metadata has the
+    leaders; the broker this client asks next may learn of them an UpdateMetadata later (as in
+    Kafka), and this is the wait the docstring promises."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while names and time.monotonic() < deadline:
+        snap = admin._cluster.refresh(topics=names)
+        if all(snap.topics.get(name) and all(p.leader >= 0 for p in snap.topics[name].values())
+               for name in names):
+            break
+        time.sleep(admin._retry_backoff)
+    admin._cluster.request_update()     # the next call asks again: the cluster has changed
 
 
 def creatable(nt: NewTopic) -> CreatableTopic:
