@@ -32,7 +32,7 @@ from typing import Callable
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.envelope import decode_response, encode_request
-from kafkalite.local.ports import free_port
+from kafkalite.local.ports import free_ports
 from kafkalite.local.procs import ChildProcess, Placement
 
 
@@ -125,11 +125,15 @@ class LocalCluster:
             self.workdir = tempfile.mkdtemp(prefix="kafkalite-cluster-")
         os.makedirs(self.workdir, exist_ok=True)
         self.brokers: dict[int, BrokerProcess] = {}
+        # all at once: ports picked one by one, each socket closed before the next bind, can
+        # repeat (two brokers of one cluster were once given the same port)
+        ports = (free_ports(self.num_brokers) if self.base_port is None
+                 else [self.base_port + index for index in range(self.num_brokers)])
         for index in range(self.num_brokers):
             broker_id = self.first_broker_id + index
             self.brokers[broker_id] = BrokerProcess(
                 broker_id=broker_id,
-                port=free_port() if self.base_port is None else self.base_port + index,
+                port=ports[index],
                 log_dir=os.path.join(self.workdir, f"broker-{broker_id}-data"),
                 log_path=os.path.join(self.workdir, f"broker-{broker_id}.log"),
                 overrides=dict(self.overrides),
