@@ -141,6 +141,24 @@ DuplicateSequenceNumberError = _error(46, "DUPLICATE_SEQUENCE_NUMBER", False,
                                       "The batch was already written")
 InvalidProducerEpochError = _error(47, "INVALID_PRODUCER_EPOCH", False,
                                    "The producer has been fenced by a newer epoch")
+InvalidTxnStateError = _error(48, "INVALID_TXN_STATE", False,
+                              "The producer attempted a transactional operation in an invalid "
+                              "state")
+InvalidProducerIdMappingError = _error(49, "INVALID_PRODUCER_ID_MAPPING", False,
+                                       "The producer attempted to use a producer id which is not "
+                                       "currently assigned to its transactional id")
+InvalidTransactionTimeoutError = _error(50, "INVALID_TRANSACTION_TIMEOUT", False,
+                                        "The transaction timeout is larger than the maximum value "
+                                        "allowed by the broker (as configured by "
+                                        "transaction.max.timeout.ms)")
+ConcurrentTransactionsError = _error(51, "CONCURRENT_TRANSACTIONS", True,
+                                     "The producer attempted to update a transaction while "
+                                     "another concurrent operation on the same transaction was "
+                                     "ongoing")
+TransactionCoordinatorFencedError = _error(52, "TRANSACTION_COORDINATOR_FENCED", False,
+                                           "Indicates that the transaction coordinator sending a "
+                                           "WriteTxnMarker is no longer the current coordinator "
+                                           "for a given producer")
 TransactionalIdAuthorizationFailedError = _error(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
                                                  False, "Not authorized to use the transactional id")
 SecurityDisabledError = _error(54, "SECURITY_DISABLED", False,
@@ -153,6 +171,14 @@ LogDirNotFoundError = _error(57, "LOG_DIR_NOT_FOUND", False,
 SaslAuthenticationFailedError = _error(58, "SASL_AUTHENTICATION_FAILED", False,
                                        "SASL authentication failed: check the user name, the "
                                        "password and the mechanism")
+UnknownProducerIdError = _error(59, "UNKNOWN_PRODUCER_ID", False,
+                                "This exception is raised by the broker if it could not locate the "
+                                "producer metadata associated with the producerId in question. "
+                                "This could happen if, for instance, the producer's records were "
+                                "deleted because their retention time had elapsed. Once the last "
+                                "records of the producerId are removed, the producer's metadata is "
+                                "removed from the broker, and future appends by the producer will "
+                                "return this exception.")
 ReassignmentInProgressError = _error(60, "REASSIGNMENT_IN_PROGRESS", False,
                                      "A partition reassignment is in progress for that topic")
 DelegationTokenAuthDisabledError = _error(61, "DELEGATION_TOKEN_AUTH_DISABLED", False,
@@ -203,6 +229,9 @@ GroupSubscribedToTopicError = _error(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
                                      "The group is subscribed to the topic of the offsets")
 InvalidRecordError = _error(87, "INVALID_RECORD", False, "A record failed validation")
 # KIP-554's SCRAM credential errors and KIP-584's feature update failure (Kafka's messages)
+ProducerFencedError = _error(90, "PRODUCER_FENCED", False,
+                             "There is a newer producer with the same transactionalId which "
+                             "fences the current one.")
 ResourceNotFoundError = _error(91, "RESOURCE_NOT_FOUND", False,
                                "A request illegally referred to a resource that does not exist.")
 DuplicateResourceError = _error(92, "DUPLICATE_RESOURCE", False,
