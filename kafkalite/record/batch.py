@@ -21,7 +21,7 @@ from operator import sub
 
 from kafkalite.errors import IllegalStateError
 from kafkalite.record import compression as _codec
-from kafkalite.record.header import TIMESTAMP_TYPE_BIT
+from kafkalite.record.header import CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkalite.record.reader import iter_batches, iter_records, read_batch, validate_batch_bytes
 from kafkalite.record.v2 import (
     CREATE_TIME,
@@ -77,7 +77,8 @@ class _Sealer:
                  "producer_epoch", "base_sequence", "attributes")
 
     def __init__(self, compression, base_offset, partition_leader_epoch, producer_id,
-                 producer_epoch, base_sequence, timestamp_type, compression_level):
+                 producer_epoch, base_sequence, timestamp_type, compression_level,
+                 transactional: bool = False, control: bool = False):
         self.codec = _resolve_codec(compression)
         self.level = compression_level
         self.base_offset = _check_int("base_offset", base_offset, I64_MIN, I64_MAX)
@@ -89,7 +90,9 @@ class _Sealer:
         if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME) or type(timestamp_type) is not int:
             raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), "
                              f"got {timestamp_type!r}")
-        self.attributes = TIMESTAMP_TYPE_BIT if timestamp_type else 0
+        self.attributes = ((TIMESTAMP_TYPE_BIT if timestamp_type else 0)
+                           | (TRANSACTIONAL_BIT if transactional else 0)
+                           | (CONTROL_BIT if control else 0))
 
     def seal(self, built: bytearray, count: int, last_offset_delta: int, first_ts: int,
              max_ts: int) -> bytes:
@@ -151,9 +154,11 @@ class BatchBuilder:
 
     def __init__(self, compression="none", base_offset: int = 0, partition_leader_epoch: int = -1,
                  producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                 timestamp_type: int = CREATE_TIME, *, compression_level: int | None = None):
+                 timestamp_type: int = CREATE_TIME, *, compression_level: int | None = None,
+                 transactional: bool = False, control: bool = False):
         self._sealer = _Sealer(compression, base_offset, partition_leader_epoch, producer_id,
-                               producer_epoch, base_sequence, timestamp_type, compression_level)
+                               producer_epoch, base_sequence, timestamp_type, compression_level,
+                               transactional, control)
         self._builder = new_builder()
         self._count = 0
         self._first_ts: int | None = None
@@ -236,7 +241,8 @@ def rebuild_batch(header, records, compression) -> bytes:
 def build_batch(records, compression="none", base_offset: int = 0,
                 partition_leader_epoch: int = -1, producer_id: int = -1, producer_epoch: int = -1,
                 base_sequence: int = -1, timestamp_type: int = CREATE_TIME, *,
-                compression_level: int | None = None) -> bytes:
+                compression_level: int | None = None, transactional: bool = False,
+                control: bool = False) -> bytes:
     """Build one batch from ``(timestamp_ms, key, value, headers)`` tuples in a single pass.
 
     The producer's fast path: offsets deltas are 0..n-1; headers may be None. Raises
@@ -244,7 +250,8 @@ def build_batch(records, compression="none", base_offset: int = 0,
     what BatchBuilder makes of the same records.
     """
     sealer = _Sealer(compression, base_offset, partition_leader_epoch, producer_id,
-                     producer_epoch, base_sequence, timestamp_type, compression_level)
+                     producer_epoch, base_sequence, timestamp_type, compression_level,
+                     transactional, control)
     recs = records if type(records) is list or type(records) is tuple else list(records)
     n = len(recs)
     if n == 0:
@@ -294,7 +301,8 @@ def _build_columns(sealer: _Sealer, n: int, timestamps, keys, values, headers) -
 def build_batch_columns(timestamps: list, keys: list | None, values: list,
                         headers: list | None, compression="none", *, producer_id: int = -1,
                         producer_epoch: int = -1, base_sequence: int = -1,
-                        compression_level: int | None = None) -> bytes:
+                        compression_level: int | None = None,
+                        transactional: bool = False) -> bytes:
     """``build_batch`` from columns whose types the caller vouches for: the producer's
     accumulator, filled by ``send()``, which checked every key, value, timestamp and header.
     ``keys``/``headers`` None means none at all. The per-record type passes are skipped (the
@@ -305,11 +313,12 @@ def build_batch_columns(timestamps: list, keys: list | None, values: list,
         raise IllegalStateError("cannot build a record batch with no records")
     if n > I32_MAX:
         raise ValueError(f"{n} records do not fit one batch")
-    settings = (compression, producer_id, producer_epoch, base_sequence, compression_level)
+    settings = (compression, producer_id, producer_epoch, base_sequence, compression_level,
+                transactional)
     sealer = _SEALERS.get(settings)
     if sealer is None:
         sealer = _Sealer(compression, 0, -1, producer_id, producer_epoch, base_sequence,
-                         CREATE_TIME, compression_level)
+                         CREATE_TIME, compression_level, transactional)
         if len(_SEALERS) < 64:
             _SEALERS[settings] = sealer
     return _build_columns(sealer, n, timestamps, repeat(None, n) if keys is None else keys,
