@@ -3,7 +3,8 @@
 what kafkalite writes, and kafkalite reads what Kafka wrote.
 
 Pure codecs, no I/O. Neither kio nor kafka-python ships these internal schemas, so this is a small
-struct codec of Kafka's message JSONs (core/src/main/resources/common/message/ in Kafka 2.8:
+struct codec (the reader and writer of kafkalite.struct_codec, shared with ``__transaction_state``)
+of Kafka's message JSONs (core/src/main/resources/common/message/ in Kafka 2.8:
 OffsetCommitKey, OffsetCommitValue, GroupMetadataKey, GroupMetadataValue). None of those versions
 is flexible, so the encoding is Kafka's classic one, big-endian throughout:
 
@@ -45,10 +46,9 @@ version -- raises CorruptRecordError.
 
 from __future__ import annotations
 
-import struct
-
 from kafkalite.coordinator.types import GroupSnapshot, MemberSnapshot, OffsetAndMetadata
 from kafkalite.errors import CorruptRecordError
+from kafkalite.struct_codec import Reader, Writer
 
 __all__ = ["offset_key", "offset_value", "group_key", "group_value", "parse",
            "OFFSET_KEY_VERSION", "GROUP_KEY_VERSION", "OFFSET_VALUE_VERSION",
@@ -64,62 +64,12 @@ GROUP_VALUE_VERSION = 3
 _OFFSET_KEY_VERSIONS = (0, 1)
 _MAX_VALUE_VERSION = 3
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_I16_MAX = (1 << 15) - 1
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-
 
 # --- writing --------------------------------------------------------------------------------------
 
-class _Writer:
-    __slots__ = ("parts",)
-
-    def __init__(self, version: int):
-        self.parts: list[bytes] = [_I16.pack(version)]
-
-    def int32(self, name: str, value: int) -> None:
-        if type(value) is not int or not _I32_MIN <= value <= _I32_MAX:
-            raise ValueError(f"{name}={value!r} is not an int32")
-        self.parts.append(_I32.pack(value))
-
-    def int64(self, name: str, value: int) -> None:
-        if type(value) is not int or not _I64_MIN <= value <= _I64_MAX:
-            raise ValueError(f"{name}={value!r} is not an int64")
-        self.parts.append(_I64.pack(value))
-
-    def string(self, name: str, value: str | None, nullable: bool = False) -> None:
-        if value is None:
-            if not nullable:
-                raise ValueError(f"{name} must not be null")
-            self.parts.append(_I16.pack(-1))
-            return
-        if not isinstance(value, str):
-            raise ValueError(f"{name} must be a str, got {type(value).__name__}")
-        data = value.encode("utf-8")
-        if len(data) > _I16_MAX:
-            raise ValueError(f"{name} is {len(data)} bytes in UTF-8; Kafka's limit is {_I16_MAX}")
-        self.parts.append(_I16.pack(len(data)))
-        self.parts.append(data)
-
-    def bytes_(self, name: str, value) -> None:
-        if value is None:
-            raise ValueError(f"{name} must not be null")
-        data = bytes(value)
-        if len(data) > _I32_MAX:
-            raise ValueError(f"{name} is too long for Kafka's bytes field")
-        self.parts.append(_I32.pack(len(data)))
-        self.parts.append(data)
-
-    def done(self) -> bytes:
-        return b"".join(self.parts)
-
-
 def offset_key(group: str, topic: str, partition: int) -> bytes:
     """OffsetCommitKey v1: the key of a committed offset."""
-    w = _Writer(OFFSET_KEY_VERSION)
+    w = Writer(OFFSET_KEY_VERSION)
     w.string("group", group)
     w.string("topic", topic)
     w.int32("partition", partition)
@@ -128,7 +78,7 @@ def offset_key(group: str, topic: str, partition: int) -> bytes:
 
 def group_key(group: str) -> bytes:
     """GroupMetadataKey v2: the key of a group's metadata."""
-    w = _Writer(GROUP_KEY_VERSION)
+    w = Writer(GROUP_KEY_VERSION)
     w.string("group", group)
     return w.done()
 
@@ -137,13 +87,13 @@ def offset_value(oam: OffsetAndMetadata) -> bytes:
     """OffsetCommitValue v3, or v1 when ``oam.expire_timestamp`` is set (not -1), as Kafka
     2.8 writes it (v1 is the only version with an expire timestamp; it has no leader epoch)."""
     if oam.expire_timestamp != -1:
-        w = _Writer(OFFSET_VALUE_VERSION_WITH_EXPIRE)
+        w = Writer(OFFSET_VALUE_VERSION_WITH_EXPIRE)
         w.int64("offset", oam.offset)
         w.string("metadata", oam.metadata)
         w.int64("commit_timestamp", oam.commit_timestamp)
         w.int64("expire_timestamp", oam.expire_timestamp)
         return w.done()
-    w = _Writer(OFFSET_VALUE_VERSION)
+    w = Writer(OFFSET_VALUE_VERSION)
     w.int64("offset", oam.offset)
     w.int32("leader_epoch", oam.leader_epoch)
     w.string("metadata", oam.metadata)
@@ -153,7 +103,7 @@ def offset_value(oam: OffsetAndMetadata) -> bytes:
 
 def group_value(snapshot: GroupSnapshot) -> bytes:
     """GroupMetadataValue v3."""
-    w = _Writer(GROUP_VALUE_VERSION)
+    w = Writer(GROUP_VALUE_VERSION)
     w.string("protocol_type", snapshot.protocol_type if snapshot.protocol_type is not None
              else "")
     w.int32("generation", snapshot.generation)
@@ -175,76 +125,8 @@ def group_value(snapshot: GroupSnapshot) -> bytes:
 
 # --- reading --------------------------------------------------------------------------------------
 
-class _Reader:
-    __slots__ = ("data", "pos", "what")
-
-    def __init__(self, data, what: str):
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise CorruptRecordError(f"{what}: expected bytes, got {type(data).__name__}")
-        self.data = bytes(data)
-        self.pos = 0
-        self.what = what
-
-    def _fail(self, message: str):
-        raise CorruptRecordError(f"{self.what}: {message} at byte {self.pos} "
-                                 f"({len(self.data)} bytes)")
-
-    def _unpack(self, fmt: struct.Struct, field: str) -> int:
-        if self.pos + fmt.size > len(self.data):
-            self._fail(f"truncated {field}")
-        (value,) = fmt.unpack_from(self.data, self.pos)
-        self.pos += fmt.size
-        return value
-
-    def int16(self, field: str) -> int:
-        return self._unpack(_I16, field)
-
-    def int32(self, field: str) -> int:
-        return self._unpack(_I32, field)
-
-    def int64(self, field: str) -> int:
-        return self._unpack(_I64, field)
-
-    def string(self, field: str, nullable: bool = False) -> str | None:
-        length = self.int16(field)
-        if length < 0:
-            if nullable and length == -1:
-                return None
-            self._fail(f"{field} has length {length}" +
-                       ("" if nullable else " but is not nullable"))
-        end = self.pos + length
-        if end > len(self.data):
-            self._fail(f"truncated {field} (declares {length} bytes)")
-        try:
-            value = self.data[self.pos:end].decode("utf-8")
-        except UnicodeDecodeError:
-            self._fail(f"{field} is not valid UTF-8")
-        self.pos = end
-        return value
-
-    def bytes_(self, field: str) -> bytes:
-        length = self.int32(field)
-        if length < 0:
-            self._fail(f"{field} has length {length} but is not nullable")
-        end = self.pos + length
-        if end > len(self.data):
-            self._fail(f"truncated {field} (declares {length} bytes)")
-        value = self.data[self.pos:end]
-        self.pos = end
-        return value
-
-    def count(self, field: str, min_element_size: int) -> int:
-        n = self.int32(field)
-        if n < 0:
-            self._fail(f"{field} has {n} elements but is not nullable")
-        # each element takes at least min_element_size bytes: refuse impossible counts early
-        if n * min_element_size > len(self.data) - self.pos:
-            self._fail(f"{field} claims {n} elements, more than the bytes left can hold")
-        return n
-
-
 def _read_offset_value(value) -> OffsetAndMetadata:
-    r = _Reader(value, "OffsetCommitValue")
+    r = Reader(value, "OffsetCommitValue")
     version = r.int16("version")
     if not 0 <= version <= _MAX_VALUE_VERSION:
         raise CorruptRecordError(f"OffsetCommitValue: unknown version {version}")
@@ -261,7 +143,7 @@ _MIN_MEMBER_SIZE = 3 * 2 + 4 + 2 * 4
 
 
 def _read_group_value(value) -> GroupSnapshot:
-    r = _Reader(value, "GroupMetadataValue")
+    r = Reader(value, "GroupMetadataValue")
     version = r.int16("version")
     if not 0 <= version <= _MAX_VALUE_VERSION:
         raise CorruptRecordError(f"GroupMetadataValue: unknown version {version}")
@@ -299,7 +181,7 @@ def parse(key: bytes, value: bytes | None):
     """
     if key is None:
         raise CorruptRecordError("a __consumer_offsets record has no key")
-    r = _Reader(key, "__consumer_offsets key")
+    r = Reader(key, "__consumer_offsets key")
     version = r.int16("version")
     if version in _OFFSET_KEY_VERSIONS:
         group = r.string("group")
