@@ -19,7 +19,6 @@ objects are only touched there.
 from __future__ import annotations
 
 import logging
-import struct
 
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
@@ -30,6 +29,7 @@ from kafkalite.coordinator import records as codec
 from kafkalite.coordinator.partitioner import partition_for as _partition_for
 from kafkalite.coordinator.types import OFFSETS_TOPIC, GroupSnapshot, OffsetAndMetadata
 from kafkalite.record import build_batch, iter_batches
+from kafkalite.record.control import parse_control_record
 from kafkalite.record.header import CONTROL_BIT, TRANSACTIONAL_BIT
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 # errors of the produce path that mean "not the coordinator (any more)"
 _NOT_COORDINATOR_CODES = frozenset({errors.NotLeaderForPartitionError.code,
                                     errors.UnknownTopicOrPartitionError.code})
-_CONTROL_KEY = struct.Struct(">hh")   # Kafka's ControlRecordType key: version, type
-_COMMIT_MARKER = 1
 #: records decoded between two yields to the reactor inside one chunk:
 _RECORDS_PER_SLICE = 5000   # about 30 ms of decoding
 
@@ -257,11 +255,12 @@ class _LoadState:
         pending = self._pending.pop(header.producer_id, None)
         if pending is None or not batch_records:
             return
-        key = batch_records[0].key
-        if key is None or len(key) < _CONTROL_KEY.size:
-            return
-        _version, marker = _CONTROL_KEY.unpack_from(key)
-        if marker != _COMMIT_MARKER:
+        try:
+            commit, _coordinator_epoch = parse_control_record(batch_records[0].key,
+                                                              batch_records[0].value)
+        except errors.InvalidRecordError:
+            return   # not a transaction marker
+        if not commit:
             return   # ABORT: the transaction's offsets never happened
         for offset_key, (position, value) in pending.items():
             if self._offset_positions.get(offset_key, -1) < position:
