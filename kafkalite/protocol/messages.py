@@ -530,6 +530,13 @@ class FetchTopic(NamedTuple):
     partitions: list[FetchPartition]
 
 
+class FetchAbortedTransaction(NamedTuple):
+    """An aborted transaction overlapping a read_committed fetch: the consumer drops its
+    producer's batches from ``first_offset`` up to the ABORT marker."""
+    producer_id: Int64
+    first_offset: Int64
+
+
 class FetchPartitionResponse(NamedTuple):
     partition: Int32
     error_code: Int16
@@ -537,12 +544,17 @@ class FetchPartitionResponse(NamedTuple):
     last_stable_offset: Int64 = -1
     log_start_offset: Int64 = -1
     records: bytes = b""                 # stored record batches, as they are on disk
+    # None (Kafka's null) for read_uncommitted; for read_committed the aborted transactions
+    # overlapping the returned range (possibly none)
+    aborted_transactions: list[FetchAbortedTransaction] | None = None
 
     def __repr__(self) -> str:
         return (f"FetchPartitionResponse(partition={self.partition}, "
                 f"error_code={self.error_code}, high_watermark={self.high_watermark}, "
                 f"last_stable_offset={self.last_stable_offset}, "
-                f"log_start_offset={self.log_start_offset}, records={_bytes_summary(self.records)})")
+                f"log_start_offset={self.log_start_offset}, "
+                f"records={_bytes_summary(self.records)}, "
+                f"aborted_transactions={self.aborted_transactions!r})")
 
 
 class FetchTopicResponse(NamedTuple):
@@ -2178,6 +2190,182 @@ class AlterClientQuotasResponse(Response):
 
 
 # ================================================================================================
+# Transactions (KIP-98, KIP-447): AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
+# WriteTxnMarkers (27), TxnOffsetCommit (28). Field names are Kafka 2.8's JSON schema names.
+# ================================================================================================
+
+
+class AddPartitionsToTxnTopic(NamedTuple):
+    name: str
+    partitions: list[Int32]
+
+
+class AddPartitionsToTxnPartitionResult(NamedTuple):
+    partition_index: Int32
+    error_code: Int16
+
+
+class AddPartitionsToTxnTopicResult(NamedTuple):
+    name: str
+    results: list[AddPartitionsToTxnPartitionResult]
+
+
+@_message(ApiKey.ADD_PARTITIONS_TO_TXN)
+class AddPartitionsToTxnRequest(Request):
+    transactional_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        # Kafka's getErrorResponse answers each distinct partition once, a topic named twice
+        # in one entry
+        by_topic: dict[str, dict[int, None]] = {}
+        for t in self.topics:
+            by_topic.setdefault(t.name, {}).update(dict.fromkeys(t.partitions))
+        return AddPartitionsToTxnResponse(results=[
+            AddPartitionsToTxnTopicResult(name, [AddPartitionsToTxnPartitionResult(p, error_code)
+                                                 for p in partitions])
+            for name, partitions in by_topic.items()])
+
+
+@_message(ApiKey.ADD_PARTITIONS_TO_TXN)
+class AddPartitionsToTxnResponse(Response):
+    throttle_time_ms: Int32 = 0
+    results: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+
+
+@_message(ApiKey.ADD_OFFSETS_TO_TXN)
+class AddOffsetsToTxnRequest(Request):
+    transactional_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    group_id: str
+
+    def error_response(self, error_code, error_message=None):
+        return AddOffsetsToTxnResponse(error_code=error_code)
+
+
+@_message(ApiKey.ADD_OFFSETS_TO_TXN)
+class AddOffsetsToTxnResponse(Response):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = NONE
+
+
+@_message(ApiKey.END_TXN)
+class EndTxnRequest(Request):
+    transactional_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    committed: bool                      # True: commit, False: abort
+
+    def error_response(self, error_code, error_message=None):
+        return EndTxnResponse(error_code=error_code)
+
+
+@_message(ApiKey.END_TXN)
+class EndTxnResponse(Response):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = NONE
+
+
+class WritableTxnMarkerTopic(NamedTuple):
+    name: str
+    partition_indexes: list[Int32]
+
+
+class WritableTxnMarker(NamedTuple):
+    producer_id: Int64
+    producer_epoch: Int16
+    transaction_result: bool             # True: COMMIT, False: ABORT
+    topics: list[WritableTxnMarkerTopic]
+    coordinator_epoch: Int32
+
+
+class WritableTxnMarkerPartitionResult(NamedTuple):
+    partition_index: Int32
+    error_code: Int16
+
+
+class WritableTxnMarkerTopicResult(NamedTuple):
+    name: str
+    partitions: list[WritableTxnMarkerPartitionResult]
+
+
+class WritableTxnMarkerResult(NamedTuple):
+    producer_id: Int64
+    topics: list[WritableTxnMarkerTopicResult]
+
+
+@_message(ApiKey.WRITE_TXN_MARKERS)
+class WriteTxnMarkersRequest(Request):
+    """Sent by a transaction coordinator to each partition leader of a finishing transaction."""
+    markers: list[WritableTxnMarker] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return WriteTxnMarkersResponse(markers=[
+            WritableTxnMarkerResult(marker.producer_id, [
+                WritableTxnMarkerTopicResult(t.name, [
+                    WritableTxnMarkerPartitionResult(p, error_code)
+                    for p in t.partition_indexes])
+                for t in marker.topics])
+            for marker in self.markers])
+
+
+@_message(ApiKey.WRITE_TXN_MARKERS)
+class WriteTxnMarkersResponse(Response):
+    markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+
+
+class TxnOffsetCommitRequestPartition(NamedTuple):
+    partition_index: Int32
+    committed_offset: Int64
+    committed_leader_epoch: Int32 = -1
+    committed_metadata: str | None = None
+
+
+class TxnOffsetCommitRequestTopic(NamedTuple):
+    name: str
+    partitions: list[TxnOffsetCommitRequestPartition]
+
+
+class TxnOffsetCommitResponsePartition(NamedTuple):
+    partition_index: Int32
+    error_code: Int16
+
+
+class TxnOffsetCommitResponseTopic(NamedTuple):
+    name: str
+    partitions: list[TxnOffsetCommitResponsePartition]
+
+
+@_message(ApiKey.TXN_OFFSET_COMMIT)
+class TxnOffsetCommitRequest(Request):
+    transactional_id: str
+    group_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    # KIP-447 (Kafka v3+): the consumer's group generation, fenced like OffsetCommit's
+    generation_id: Int32 = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        return TxnOffsetCommitResponse(topics=[
+            TxnOffsetCommitResponseTopic(t.name, [
+                TxnOffsetCommitResponsePartition(p.partition_index, error_code)
+                for p in t.partitions])
+            for t in self.topics])
+
+
+@_message(ApiKey.TXN_OFFSET_COMMIT)
+class TxnOffsetCommitResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+
+
+# ================================================================================================
 # Registry
 # ================================================================================================
 
@@ -2231,6 +2419,11 @@ _PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
     (AlterClientQuotasRequest, AlterClientQuotasResponse),
     (DescribeLogDirsRequest, DescribeLogDirsResponse),
     (AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
+    (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    (EndTxnRequest, EndTxnResponse),
+    (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+    (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
 )
 
 REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}

@@ -44,6 +44,9 @@ class FetchResult(NamedTuple):
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    # None for read_uncommitted; read_committed: ((producer id, first offset), ...) of the aborted
+    # transactions overlapping the returned records
+    aborted_transactions: tuple | list | None = None
 
 
 class ProduceResult(NamedTuple):

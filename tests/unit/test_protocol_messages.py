@@ -261,6 +261,25 @@ REQUEST_SAMPLES = [
     sm.DescribeLogDirsRequest(topics=None),
     sm.AlterReplicaLogDirsRequest(dirs=[sm.AlterReplicaLogDir("/d2", [
         sm.AlterReplicaLogDirTopic("t", [0, 1])])]),
+    sm.AddPartitionsToTxnRequest(transactional_id="tx", producer_id=2**40, producer_epoch=3,
+                                 topics=[sm.AddPartitionsToTxnTopic("t", [0, 2]),
+                                         sm.AddPartitionsToTxnTopic("u", [])]),
+    sm.AddOffsetsToTxnRequest(transactional_id="tx", producer_id=7, producer_epoch=0,
+                              group_id="g"),
+    sm.EndTxnRequest(transactional_id="tx", producer_id=7, producer_epoch=1, committed=True),
+    sm.EndTxnRequest(transactional_id="tx", producer_id=7, producer_epoch=1, committed=False),
+    sm.WriteTxnMarkersRequest(markers=[
+        sm.WritableTxnMarker(2**40, 3, True, [sm.WritableTxnMarkerTopic("t", [0, 1]),
+                                              sm.WritableTxnMarkerTopic("__consumer_offsets",
+                                                                        [12])], 5),
+        sm.WritableTxnMarker(8, 0, False, [], 0)]),
+    sm.TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=7,
+                              producer_epoch=2, generation_id=4, member_id="m-1",
+                              group_instance_id="i-1", topics=[sm.TxnOffsetCommitRequestTopic(
+                                  "t", [sm.TxnOffsetCommitRequestPartition(0, 42, 3, "md"),
+                                        sm.TxnOffsetCommitRequestPartition(1, 0)])]),
+    sm.TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=7,
+                              producer_epoch=2),
 ]
 
 RESPONSE_SAMPLES = [
@@ -391,6 +410,23 @@ RESPONSE_SAMPLES = [
         sm.DescribeLogDirsResult(56, "/d2", [])]),
     sm.AlterReplicaLogDirsResponse(results=[sm.AlterReplicaLogDirTopicResult("t", [
         sm.AlterReplicaLogDirPartitionResult(0, 0), sm.AlterReplicaLogDirPartitionResult(1, 9)])]),
+    sm.AddPartitionsToTxnResponse(throttle_time_ms=1, results=[
+        sm.AddPartitionsToTxnTopicResult("t", [sm.AddPartitionsToTxnPartitionResult(0, 0),
+                                               sm.AddPartitionsToTxnPartitionResult(2, 51)])]),
+    sm.AddOffsetsToTxnResponse(error_code=90),
+    sm.EndTxnResponse(throttle_time_ms=2, error_code=0),
+    sm.EndTxnResponse(error_code=48),
+    sm.WriteTxnMarkersResponse(markers=[
+        sm.WritableTxnMarkerResult(2**40, [sm.WritableTxnMarkerTopicResult("t", [
+            sm.WritableTxnMarkerPartitionResult(0, 0),
+            sm.WritableTxnMarkerPartitionResult(1, 6)])]),
+        sm.WritableTxnMarkerResult(8, [])]),
+    sm.TxnOffsetCommitResponse(topics=[sm.TxnOffsetCommitResponseTopic("t", [
+        sm.TxnOffsetCommitResponsePartition(0, 0), sm.TxnOffsetCommitResponsePartition(1, 22)])]),
+    FetchResponse(responses=[FetchTopicResponse("t", [  # read_committed: aborted transactions
+        FetchPartitionResponse(0, 0, 10, 8, 0, BATCH, [sm.FetchAbortedTransaction(7, 2),
+                                                        sm.FetchAbortedTransaction(2**40, 5)]),
+        FetchPartitionResponse(1, 0, 3, 3, 0, b"", [])])]),
 ]
 
 
@@ -421,6 +457,8 @@ def test_api_keys_are_kafkas_numbers():
     expected.update(CREATE_DELEGATION_TOKEN=38, RENEW_DELEGATION_TOKEN=39,
                     EXPIRE_DELEGATION_TOKEN=40, DESCRIBE_DELEGATION_TOKEN=41)
     expected.update(DESCRIBE_CLIENT_QUOTAS=48, ALTER_CLIENT_QUOTAS=49)
+    expected.update(ADD_PARTITIONS_TO_TXN=24, ADD_OFFSETS_TO_TXN=25, END_TXN=26,
+                    WRITE_TXN_MARKERS=27, TXN_OFFSET_COMMIT=28)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 
@@ -588,7 +626,9 @@ def test_fetch_request_roundtrip_hypothesis(replica_id, wait, min_bytes, max_byt
 @FAST
 @given(error_code=int16, topics=st.lists(st.builds(
     FetchTopicResponse, names,
-    st.lists(st.builds(FetchPartitionResponse, int32, int16, int64, int64, int64, batches), max_size=4)),
+    st.lists(st.builds(FetchPartitionResponse, int32, int16, int64, int64, int64, batches,
+                       st.none() | st.lists(st.builds(sm.FetchAbortedTransaction, int64, int64),
+                                            max_size=3)), max_size=4)),
     max_size=4))
 def test_fetch_response_roundtrip_hypothesis(error_code, topics):
     resp = FetchResponse(error_code=error_code, responses=topics)
