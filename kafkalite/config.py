@@ -241,6 +241,29 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "every in-sync replica of __consumer_offsets, then fails", at_least(1)),
     ConfigDef("offsets.commit.required.acks", "int", -1, "acks of the coordinator's writes to "
               "__consumer_offsets; leave it at -1 (all)", between(-1, 1)),
+    # --- transaction coordinator and __transaction_state (Kafka's names and defaults) --------
+    ConfigDef("transaction.state.log.num.partitions", "int", 50, "partitions of "
+              "__transaction_state (do not change after deployment: it decides each "
+              "transactional id's coordinator)", at_least(1)),
+    ConfigDef("transaction.state.log.replication.factor", "int", 3, "replication factor of "
+              "__transaction_state; kafkalite creates it with fewer replicas (and warns) when "
+              "fewer brokers are alive", between(1, 32767)),
+    ConfigDef("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of "
+              "__transaction_state", at_least(1)),
+    ConfigDef("transaction.state.log.segment.bytes", "int", 104857600, "segment.bytes of "
+              "__transaction_state, small for quick compaction and loading", at_least(1)),
+    ConfigDef("transaction.state.log.load.buffer.size", "int", 5242880, "bytes read at a time "
+              "when loading __transaction_state into the coordinator (a soft limit: a larger "
+              "batch is read whole)", at_least(1)),
+    ConfigDef("transaction.max.timeout.ms", "int", 900000, "the longest transaction.timeout.ms "
+              "a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)", at_least(1)),
+    ConfigDef("transactional.id.expiration.ms", "int", 604800000, "a transactional id with no "
+              "transaction in flight and no update for this long is removed", at_least(1)),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
+              "how often the coordinator aborts transactions older than their timeout",
+              at_least(1)),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+              "how often the coordinator removes expired transactional ids", at_least(1)),
 ) + SECURITY_CONFIGS
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}

@@ -53,14 +53,6 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("metrics: kafkalite has no JMX or metrics reporters", (
         "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "metric.reporters",
         "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms")),
-    ("transactions: kafkalite has idempotent producers but no transactions "
-     "(no __transaction_state)", (
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-        "transaction.max.timeout.ms",
-        "transaction.remove.expired.transaction.cleanup.interval.ms",
-        "transaction.state.log.load.buffer.size", "transaction.state.log.min.isr",
-        "transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
-        "transaction.state.log.segment.bytes", "transactional.id.expiration.ms")),
     ("password encoder of dynamic broker configs: kafkalite has no dynamic password configs", (
         "password.encoder.cipher.algorithm", "password.encoder.iterations",
         "password.encoder.key.length", "password.encoder.keyfactory.algorithm",

@@ -70,8 +70,9 @@ def test_kafkas_default_server_properties_is_accepted():
     assert config.listener_list[0].port == 9092          # no listeners line: port's default
     assert config.no_effect_keys == (
         "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-        "transaction.state.log.replication.factor", "transaction.state.log.min.isr")
+        "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir")
+    assert config.transaction_state_log_replication_factor == 1
+    assert config.transaction_state_log_min_isr == 1
     assert config.unknown_keys == ()
     notes = config.startup_notes()
     assert len(notes) == 1 and notes[0][0] == logging.INFO
