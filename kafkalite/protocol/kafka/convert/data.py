@@ -73,9 +73,16 @@ def _fetch_request(entity, version: int) -> m.FetchRequest:
             for p in t.partitions]) for t in entity.topics])
 
 
+def _aborted(aborted) -> list[dict] | None:
+    """Fetch v4+'s aborted transactions: null for read_uncommitted (None), else the list."""
+    if aborted is None:
+        return None
+    # (producer id, first offset) pairs: the model's FetchAbortedTransaction or plain tuples
+    return [{"producer_id": a[0], "first_offset": a[1]} for a in aborted]
+
+
 def _fetch_response(r: m.FetchResponse, version: int) -> dict:
-    # kafkalite opens no fetch session (id 0), sends no aborted transactions (it writes no
-    # transactional data) and prefers no read replica
+    # kafkalite opens no fetch session (id 0) and prefers no read replica
     return {"throttle_time": r.throttle_time_ms, "error_code": r.error_code, "session_id": 0,
             "responses": [{
                 "topic": t.topic,
@@ -85,7 +92,8 @@ def _fetch_response(r: m.FetchResponse, version: int) -> dict:
                     "last_stable_offset": (p.last_stable_offset if p.last_stable_offset >= 0
                                            else p.high_watermark),
                     "log_start_offset": p.log_start_offset,
-                    "aborted_transactions": None, "preferred_read_replica": -1,
+                    "aborted_transactions": _aborted(p.aborted_transactions),
+                    "preferred_read_replica": -1,
                     "records": p.records} for p in t.partitions],
             } for t in r.responses]}
 
