@@ -15,6 +15,7 @@ from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
 from kafkalite.protocol.kafka.convert import transactions as convert
 from kafkalite.protocol.kafka.convert.data import FETCH
+from kafkalite.protocol.kafka.convert.metadata import INIT_PRODUCER_ID
 from kafkalite.protocol.kafka.entities import unknown_keys
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.server.data_values import FetchResult
@@ -64,6 +65,15 @@ def test_fenced_code():
                                                                       FENCED, FENCED]
     assert convert.fenced_code(FENCED, 3, 4) == BAD_EPOCH
     assert convert.fenced_code(errors.ConcurrentTransactionsError.code, 0, 2) == 51
+
+
+@pytest.mark.parametrize("version", range(*kio_range(ApiKey.INIT_PRODUCER_ID, 4)))
+def test_init_producer_id_answers_old_clients_invalid_producer_epoch(version):
+    fenced = _response(ApiKey.INIT_PRODUCER_ID, m.InitProducerIdResponse(error_code=FENCED),
+                       version, converter=INIT_PRODUCER_ID)
+    assert fenced.error_code == BAD_EPOCH          # v4 (the range's end) knows PRODUCER_FENCED
+    assert _response(ApiKey.INIT_PRODUCER_ID, m.InitProducerIdResponse(error_code=FENCED), 4,
+                     converter=INIT_PRODUCER_ID).error_code == FENCED
 
 
 # --- AddPartitionsToTxn ---------------------------------------------------------------------------

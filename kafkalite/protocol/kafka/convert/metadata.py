@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.kafka.convert import Converter
+from kafkalite.protocol.kafka.convert.transactions import fenced_code
 from kafkalite.protocol.kafka.entities import millis
 
 __all__ = ["METADATA", "LIST_OFFSETS", "OFFSET_FOR_LEADER_EPOCH", "INIT_PRODUCER_ID"]
@@ -113,5 +114,7 @@ INIT_PRODUCER_ID = Converter(
         transaction_timeout_ms=millis(entity.transaction_timeout),
         producer_id=getattr(entity, "producer_id", -1),
         producer_epoch=getattr(entity, "producer_epoch", -1)),
-    lambda r, version: {"throttle_time": r.throttle_time_ms, "error_code": r.error_code,
+    # PRODUCER_FENCED is new in v4: older clients are answered INVALID_PRODUCER_EPOCH (KafkaApis)
+    lambda r, version: {"throttle_time": r.throttle_time_ms,
+                        "error_code": fenced_code(r.error_code, version, 4),
                         "producer_id": r.producer_id, "producer_epoch": r.producer_epoch})
