@@ -164,6 +164,11 @@ TransactionalIdAuthorizationFailedError = _error(53, "TRANSACTIONAL_ID_AUTHORIZA
 SecurityDisabledError = _error(54, "SECURITY_DISABLED", False,
                                "No authorizer is configured on the broker "
                                "(authorizer.class.name)")
+OperationNotAttemptedError = _error(55, "OPERATION_NOT_ATTEMPTED", False,
+                                    "The broker did not attempt to execute this operation. This "
+                                    "may happen for batched RPCs where some operations in the "
+                                    "batch failed, causing the broker to respond without trying "
+                                    "the rest.")
 KafkaStorageError = _error(56, "KAFKA_STORAGE_ERROR", True,
                            "The log directory failed (disk full or I/O error)")
 LogDirNotFoundError = _error(57, "LOG_DIR_NOT_FOUND", False,
