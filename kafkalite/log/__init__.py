@@ -12,6 +12,9 @@
   ``retention`` (which old segments go, by time, size and log start offset) and ``compaction``
   (the newest record per key kept);
 * ``segment`` and ``index``: one segment's ``.log``, ``.index`` and ``.timeindex`` files;
+* ``transactions``: the Log's transaction part -- ``txn_index`` (each segment's ``.txnindex`` of
+  aborted transactions), ``producer_snapshot`` (the ``.snapshot`` files of the producer state) and
+  ``txn_recovery`` (the txn index rebuilt from the batches when a segment is recovered);
 * ``checkpoint``, ``dir_failure``, ``timestamps``: offset checkpoint files, offline data dirs,
   the CreateTime check;
 * ``manager``: the LogManager service (loading, retention, cleaner, flush and checkpoint tasks).
@@ -31,7 +34,9 @@ from kafkalite.log.dir_failure import LogDirFailureChannel
 from kafkalite.log.index import OffsetIndex, TimeIndex
 from kafkalite.log.log import FetchData, Log, log_dir_name, parse_topic_partition
 from kafkalite.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
+from kafkalite.log.producer_snapshot import CorruptSnapshotError, ProducerSnapshotEntry
 from kafkalite.log.segment import LogSegment
+from kafkalite.log.txn_index import AbortedTxn, TransactionIndex
 from kafkalite.log.validator import AppendInfo, UnexpectedAppendOffsetError
 
 __all__ = [
@@ -40,4 +45,5 @@ __all__ = [
     "log_dir_name", "read_checkpoint", "write_checkpoint", "OffsetCheckpoint",
     "CorruptCheckpointError", "RECOVERY_POINT_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT", "CLEAN_SHUTDOWN_FILE", "LogDirFailureChannel",
+    "AbortedTxn", "TransactionIndex", "ProducerSnapshotEntry", "CorruptSnapshotError",
 ]

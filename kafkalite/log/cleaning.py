@@ -36,6 +36,8 @@ class LogCleaning:
     _log_segments: LogSegments
     #: the offset below which the segments were compacted (-1: none yet)
     _cleaned_up_to: int
+    #: (``LogTransactions``) the producer snapshots of deleted segments go with them
+    _delete_snapshots_of: Callable[[list[int]], None]
 
     def _check_open(self) -> None:
         raise NotImplementedError
@@ -71,6 +73,7 @@ class LogCleaning:
         log.info("%s: deleting segment(s) %s (%s)", self.name, bases, reasons)
         try:
             self._log_segments.remove(doomed, self.config.file_delete_delay_ms)
+            self._delete_snapshots_of(bases)
         except OSError as exc:
             raise self._storage_error(exc, "delete old segments of") from exc
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)

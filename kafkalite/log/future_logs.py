@@ -180,6 +180,9 @@ class FutureLogs:
                           recovery_point=future.log_end_offset, clean_shutdown=True,
                           log_start_offset=current.log_start_offset,
                           log_dir_failure_channel=self.failure_channel)
+            # the copy came batch by batch through replication: index its aborted
+            # transactions from its own batches, as Kafka's future log does while appending
+            swapped.rebuild_txn_indexes()
         except OSError as exc:
             self._future_logs.pop(tp, None)
             raise KafkaStorageError(self._report(dest, exc, f"swap in the log {final}")) \

@@ -6,6 +6,9 @@ log start offset and recovery point the Log starts from:
 * stray ``.deleted``/``.cleaned`` files are removed; ``.swap`` files (a compaction that reached
   its commit point before a crash) replace the segment they were made from;
 * index files without a log are dropped and missing indexes rebuilt from the log;
+* the ``.txnindex`` of every segment recovery re-verified (or whose txn index failed its sanity
+  check) is rebuilt from its batches and the producer snapshots (``txn_recovery``); a completed
+  swap is re-verified so, as Kafka's ``completeSwapOperations`` recovers the swapped segment;
 * after an unclean shutdown every segment from the one holding the recovery point on is
   re-verified (lengths and CRCs); the first bad or torn batch and everything after it --
   including later segments -- is removed, as Kafka does; the segments and bytes rescanned are
@@ -36,7 +39,11 @@ from kafkalite.log.segment import (
     TIME_INDEX_SUFFIX,
     LogSegment,
     segment_paths,
+    txn_index_path,
 )
+from kafkalite.log.producer_snapshot import SnapshotFiles
+from kafkalite.log.txn_index import TXN_INDEX_SUFFIX
+from kafkalite.log.txn_recovery import rebuild_recovered
 from kafkalite.record.legacy import is_msgpack_batch
 
 # the Log's logger: recovery messages keep the logger name they have always had
@@ -59,16 +66,18 @@ class LoadedLog:
 
 
 def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_point: int,
-             clean_shutdown: bool, log_start_offset: int | None) -> LoadedLog:
+             clean_shutdown: bool, log_start_offset: int | None,
+             snapshots: SnapshotFiles | None = None) -> LoadedLog:
     """Recover and open the segments of the partition directory ``dir`` (which exists).
 
     ``recovery_point`` is the checkpointed offset below which everything was fsynced; segments
     from the one holding it on are re-verified unless ``clean_shutdown`` (Kafka's
     ``logSegments(recoveryPoint, Long.MaxValue)``). ``log_start_offset`` (checkpointed, None if
     unknown) raises the start above the first segment's base offset. The returned recovery
-    point is the log end offset, as Kafka's.
+    point is the log end offset, as Kafka's. ``snapshots`` (the directory's producer
+    snapshots) serve the rebuilding of txn indexes.
     """
-    bases = _complete_pending_files(dir, config, clock, name)
+    bases, swapped = _complete_pending_files(dir, config, clock, name)
     ordered = sorted(bases)
     segments: list[LogSegment] = []
     truncated_bytes = 0
@@ -79,7 +88,7 @@ def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_poi
     for i, base in enumerate(ordered):
         log_path, index_path, time_index_path = segment_paths(dir, base)
         missing = not (os.path.exists(index_path) and os.path.exists(time_index_path))
-        recover = i >= first_to_recover or missing
+        recover = i >= first_to_recover or missing or base in swapped
         if recover:
             recovered_segments += 1
             recovered_bytes += _size_of(log_path)
@@ -90,6 +99,7 @@ def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_poi
             truncated_bytes += _delete_later_segments(dir, name, segment, ordered[i + 1:])
             break
     _refuse_old_record_format(dir, segments)
+    rebuild_recovered(segments, snapshots if snapshots is not None else SnapshotFiles(dir), name)
     if recovered_segments:
         log.info("%s: re-verified %d segment(s), %d bytes (recovery point %d)", name,
                  recovered_segments, recovered_bytes, recovery_point)
@@ -105,9 +115,10 @@ def load_log(dir: str, config, clock: Callable[[], int], name: str, recovery_poi
                      recovered_bytes)
 
 
-def _complete_pending_files(dir: str, config, clock: Callable[[], int], name: str) -> set[int]:
+def _complete_pending_files(dir: str, config, clock: Callable[[], int], name: str
+                            ) -> tuple[set[int], set[int]]:
     """Finish what a crash interrupted (stray files, swaps, orphan indexes) and return the base
-    offsets of the segments' ``.log`` files."""
+    offsets of the segments' ``.log`` files, and of those a completed swap put in place."""
     bases: set[int] = set()
     indexes: list[tuple[int, str]] = []
     swaps: list[int] = []
@@ -129,7 +140,7 @@ def _complete_pending_files(dir: str, config, clock: Callable[[], int], name: st
             continue
         if ext == LOG_SUFFIX:
             bases.add(int(stem))
-        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             indexes.append((int(stem), path))
     for base in swaps:
         _complete_swap(dir, config, clock, name, base)
@@ -138,7 +149,7 @@ def _complete_pending_files(dir: str, config, clock: Callable[[], int], name: st
         if base not in bases:
             log.info("%s: removing index file without a log: %s", name, path)
             _unlink(path)
-    return bases
+    return bases, set(swaps)
 
 
 def _delete_later_segments(dir: str, name: str, truncated: LogSegment, later: list[int]) -> int:
@@ -149,7 +160,7 @@ def _delete_later_segments(dir: str, name: str, truncated: LogSegment, later: li
                 f"; deleting {len(later)} later segment(s) {later}" if later else "")
     removed = 0
     for later_base in later:
-        for path in segment_paths(dir, later_base):
+        for path in (*segment_paths(dir, later_base), txn_index_path(dir, later_base)):
             removed += _size_of(path) if path.endswith(LOG_SUFFIX) else 0
             _unlink(path)
     return removed
@@ -176,7 +187,7 @@ def _complete_swap(dir: str, config, clock: Callable[[], int], name: str, base: 
     """A compaction finished writing ``<base>.log.swap`` before a crash: put it in place of
     the segment it was made from."""
     swapped = LogSegment(dir, base, config, clock, recover=True, suffix=SWAP_SUFFIX)
-    for path in segment_paths(dir, base):
+    for path in (*segment_paths(dir, base), txn_index_path(dir, base)):
         _unlink(path)
     swapped.change_suffix(SWAP_SUFFIX, "")
     swapped.close()

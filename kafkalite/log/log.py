@@ -4,7 +4,8 @@ The log itself: append, read, roll, truncate and flush, and the offsets it keeps
 end, recovery point). Its other jobs have modules of their own (see the package docstring):
 recovery on opening (``loader``), a request's validation and offsets (``validator``), the segment
 list (``segments``), and the cleaner part -- retention, the log start offset, compaction -- whose
-methods ``Log`` inherits from ``cleaning`` (deciding with ``retention`` and ``compaction``).
+methods ``Log`` inherits from ``cleaning`` (deciding with ``retention`` and ``compaction``), as
+it inherits the aborted transaction indexes and producer snapshots from ``transactions``.
 
 Appends go to the last (active) segment, which is rolled when it would pass ``segment.bytes``,
 is older than ``segment.ms`` or has a full index. Every batch of a request is validated (lengths,
@@ -36,8 +37,10 @@ from kafkalite.errors import (
 from kafkalite.log.cleaning import LogCleaning
 from kafkalite.log.dir_failure import normalize_dir, storage_error_hint
 from kafkalite.log.loader import load_log
-from kafkalite.log.segment import LogSegment, segment_paths
+from kafkalite.log.producer_snapshot import SnapshotFiles
+from kafkalite.log.segment import LogSegment, segment_paths, txn_index_path
 from kafkalite.log.segments import LogSegments
+from kafkalite.log.transactions import LogTransactions, SnapshotSource
 from kafkalite.log.validator import (
     PREFIX,
     PREFIX_SIZE,
@@ -91,7 +94,7 @@ class FetchData:
         return len(self.records)
 
 
-class Log(LogCleaning):
+class Log(LogCleaning, LogTransactions):
     """One partition's segmented log. Not thread-safe: call it from one thread (the reactor)."""
 
     def __init__(self, dir, config, clock: Callable[[], int] | None = None,
@@ -112,8 +115,11 @@ class Log(LogCleaning):
         self._cleaned_up_to = -1
         self._closed = False
         os.makedirs(self.dir, exist_ok=True)
+        self.producer_snapshots = SnapshotFiles(self.dir)
+        #: set by the partition: its producer state as snapshot entries (rolls and close)
+        self.producer_state_source: SnapshotSource | None = None
         loaded = load_log(self.dir, config, self._clock, self.name, recovery_point,
-                          clean_shutdown, log_start_offset)
+                          clean_shutdown, log_start_offset, self.producer_snapshots)
         for segment in loaded.segments:
             self._log_segments.add(segment)
         self.log_start_offset = loaded.log_start_offset
@@ -124,6 +130,7 @@ class Log(LogCleaning):
         self.recovered_segments = loaded.recovered_segments
         self.recovered_bytes = loaded.recovered_bytes
         self._last_flush_ms = self._clock()
+        self._prune_snapshots_after_load()
 
     # --- properties -------------------------------------------------------------------------------
     @property
@@ -262,9 +269,14 @@ class Log(LogCleaning):
         log_path = segment_paths(self.dir, base)[0]
         if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
             raise KafkaStorageError(f"{self.name}: cannot roll, {log_path} already exists")
+        # the producer state up to the new segment, so its recovery can start there (Kafka)
+        self._snapshot_from_source(base)
         try:
             if not replace_empty:
                 active.seal()
+            stale = txn_index_path(self.dir, base)
+            if os.path.exists(stale):  # left by a segment once based here (Kafka deletes it)
+                os.unlink(stale)
             segment = LogSegment(self.dir, base, self.config, self._clock)
         except OSError as exc:  # nothing changed yet: the old active segment stays active
             raise self._storage_error(exc, f"roll a segment at offset {base} for") from exc
@@ -322,6 +334,7 @@ class Log(LogCleaning):
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.log_start_offset = min(self.log_start_offset, leo)
+        self._prune_snapshots_out_of_range()
         if self._roll_flush_offset is not None and self._roll_flush_offset > leo:
             self._roll_flush_offset = None
         self._cleaned_up_to = min(self._cleaned_up_to, leo)
@@ -334,6 +347,7 @@ class Log(LogCleaning):
         log.info("%s: truncating fully and starting at offset %d", self.name, offset)
         try:
             self._log_segments.reset_at(offset, self.config, self.config.file_delete_delay_ms)
+            self.producer_snapshots.delete_where(lambda _o: True)
         except OSError as exc:
             raise self._storage_error(exc, f"truncate fully to offset {offset}") from exc
         self.log_start_offset = offset
@@ -407,6 +421,10 @@ class Log(LogCleaning):
         remove files awaiting deletion."""
         if self._closed:
             return
+        try:  # the state at the log end, so the next start replays nothing (Kafka's close)
+            self._snapshot_from_source(self.log_end_offset)
+        except KafkaStorageError as exc:  # the log still closes; the next start replays more
+            log.warning("%s: no producer snapshot at close: %s", self.name, exc)
         self._closed = True
         self._log_segments.close()
 

@@ -1,4 +1,5 @@
-"""One log segment: ``<20-digit base offset>.log`` plus its ``.index`` and ``.timeindex``.
+"""One log segment: ``<20-digit base offset>.log`` plus its ``.index``, ``.timeindex`` and, once
+a transaction aborted in it, ``.txnindex`` (``txn_index``).
 
 The ``.log`` file is a plain concatenation of record batches exactly as they travel on the wire.
 The segment keeps one file descriptor opened ``O_APPEND``: appends are unbuffered ``write``/
@@ -26,6 +27,7 @@ from typing import Callable, Iterator, Sequence
 
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
 from kafkalite.log.index import OffsetIndex, TimeIndex
+from kafkalite.log.txn_index import TXN_INDEX_SUFFIX, CorruptIndexError, TransactionIndex
 from kafkalite.record import header as hdr
 from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
     F_ATTRIBUTES,
@@ -71,6 +73,10 @@ def segment_paths(dir: str, base_offset: int, suffix: str = "") -> tuple[str, st
             prefix + TIME_INDEX_SUFFIX + suffix)
 
 
+def txn_index_path(dir: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(dir, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX + suffix
+
+
 class LogSegment:
     """A segment of a partition's log. Not thread-safe: one owner (the reactor thread) at a time.
 
@@ -91,6 +97,8 @@ class LogSegment:
         try:
             self.index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
             self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
+            self.txn_index = TransactionIndex(txn_index_path(dir, base_offset, suffix),
+                                              base_offset)
         except BaseException:
             os.close(self._fd)
             raise
@@ -103,11 +111,15 @@ class LogSegment:
         self.full = False
         self.created_ms = self._clock()
         self.truncated_bytes = 0
+        #: recover() re-verified this segment (its txn index was emptied, to be rebuilt)
+        self.recovered = False
         self._closed = False
         if recover:
             self.truncated_bytes = self.recover()
-        elif self._size or self.index.entries or self.time_index.entries:
-            self._load()
+        else:
+            if self._size or self.index.entries or self.time_index.entries:
+                self._load()
+            self._check_txn_index()
 
     # --- properties -------------------------------------------------------------------------------
     @property
@@ -253,11 +265,25 @@ class LogSegment:
         self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
         self._update_full()
 
+    def _check_txn_index(self) -> None:
+        """Kafka's sanity check of the txn index on loading: a bad one means recovery."""
+        if self.recovered:
+            return
+        try:
+            self.txn_index.sanity_check()
+        except CorruptIndexError as exc:
+            log.warning("%s; recovering %s", exc.message, self.log_path)
+            self.truncated_bytes = self.recover()
+
     def recover(self) -> int:
         """Verify every batch (length, CRC, offsets increasing), rebuild both indexes, and cut the
-        file at the first invalid or torn batch. Returns the number of bytes truncated."""
+        file at the first invalid or torn batch. Returns the number of bytes truncated. The txn
+        index is emptied: its entries need the producer state, so the loader rebuilds it
+        (``txn_recovery``)."""
+        self.recovered = True
         self.index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         file_size = os.fstat(self._fd).st_size
         self._size = file_size
         self._next_offset = self.base_offset
@@ -469,6 +495,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= ``offset`` (a batch containing ``offset``
         goes entirely). Returns the number of bytes removed."""
+        self.txn_index.truncate_to(offset)
         found = self._translate(offset)
         if found is None:
             return 0
@@ -505,10 +532,11 @@ class LogSegment:
         self.time_index.write()
 
     def flush(self) -> None:
-        """fsync the log file, then write and fsync both indexes."""
+        """fsync the log file, then write and fsync the indexes."""
         os.fsync(self._fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd < 0:
@@ -518,6 +546,7 @@ class LogSegment:
         finally:
             self.index.close()
             self.time_index.close()
+            self.txn_index.close()
             os.close(self._fd)
             self._fd = -1
             self._closed = True
@@ -527,6 +556,7 @@ class LogSegment:
         self._closed = True
         self.index.close_handlers()
         self.time_index.close_handlers()
+        self.txn_index.close_handlers()
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
@@ -535,8 +565,8 @@ class LogSegment:
                 pass
 
     def rename_to_deleted(self) -> None:
-        """Add the ``.deleted`` suffix to all three files (open descriptors stay valid, so
-        readers in flight finish)."""
+        """Add the ``.deleted`` suffix to every file (open descriptors stay valid, so readers
+        in flight finish)."""
         self._add_suffix(DELETED_SUFFIX)
 
     def _add_suffix(self, suffix: str) -> None:
@@ -544,6 +574,7 @@ class LogSegment:
         self.log_path += suffix
         self.index.rename(self.index.path + suffix)
         self.time_index.rename(self.time_index.path + suffix)
+        self.txn_index.rename(self.txn_index.path + suffix)
 
     def change_suffix(self, old: str, new: str) -> None:
         """Rename the files from ``*<old>`` to ``*<new>`` (e.g. ``.swap`` -> '')."""
@@ -556,6 +587,7 @@ class LogSegment:
         self.log_path = new_log
         self.index.rename(swap(self.index.path))
         self.time_index.rename(swap(self.time_index.path))
+        self.txn_index.rename(swap(self.txn_index.path))
 
     def delete(self) -> None:
         """Close and remove the files."""
@@ -565,6 +597,7 @@ class LogSegment:
         self._closed = True
         self.index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         try:
             os.unlink(self.log_path)
         except FileNotFoundError:
