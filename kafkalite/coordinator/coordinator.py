@@ -23,6 +23,7 @@ from kafkalite.coordinator.group import (
 )
 from kafkalite.coordinator.membership import Membership
 from kafkalite.coordinator.rebalance import NONE, entry, event
+from kafkalite.coordinator.txn_offsets import TxnOffsetCommits, attach_loaded, has_pending_commit
 from kafkalite.coordinator.types import (
     DescribedGroup, FetchedOffset, JoinResult, OffsetAndMetadata, SyncResult,
 )
@@ -78,7 +79,7 @@ def _codec():
     return records
 
 
-class GroupCoordinator(Membership):
+class GroupCoordinator(Membership, TxnOffsetCommits):
     def __init__(self, broker_id: int, reactor, store, config, clock_ms=None):
         self.broker_id = broker_id
         self._reactor = reactor
@@ -175,7 +176,7 @@ class GroupCoordinator(Membership):
     def _loaded(self, result, partition: int, token: object) -> None:
         if self._loading.get(partition) is not token or not self._active:
             return      # resigned (or re-elected) while loading: this result is stale
-        snapshots, offsets = result
+        snapshots, offsets, *txn_state = result   # txn_state: see txn_offsets.attach_loaded
         by_group: dict[str, dict] = {}
         for (group_id, topic, p), oam in offsets.items():
             if oam is not None:
@@ -191,6 +192,7 @@ class GroupCoordinator(Membership):
             group = GroupMetadata(group_id, EMPTY, self._clock_ms)
             group.offsets = group_offsets
             loaded.append(group)
+        attach_loaded(loaded, txn_state, self._clock_ms)
         del self._loading[partition]
         self._owned.add(partition)
         for group in loaded:
@@ -267,10 +269,11 @@ class GroupCoordinator(Membership):
             return d.addCallback(run, fn)
         return d.addCallbacks(run, run, callbackArgs=(fn,), errbackArgs=(on_failure,))
 
-    def _append(self, partition: int, records: list) -> defer.Deferred:
+    def _append(self, partition: int, records: list, **txn) -> defer.Deferred:
         """store.append as a Deferred that always fires with an error code, at the latest after
         offsets.commit.timeout.ms (REQUEST_TIMED_OUT), so a wedged write cannot hold a
-        rebalance or a commit forever."""
+        rebalance or a commit forever. The store's code may carry the batch's ``base_offset``
+        (kept: it orders commits); ``txn``: a transactional batch's producer id and epoch."""
         out = defer.Deferred()
 
         def finish(code):
@@ -285,10 +288,10 @@ class GroupCoordinator(Membership):
         timer = self._reactor.callLater(self._commit_timeout_ms / 1000.0, finish,
                                         E.RequestTimedOutError.code)
         try:
-            d = self._store.append(partition, records)
+            d = self._store.append(partition, records, **txn)
         except Exception:  # noqa: BLE001 - reported as a failed write
             d = defer.fail()
-        d.addCallbacks(lambda code: finish(int(code or 0)), failed)
+        d.addCallbacks(lambda code: finish(0 if code is None else code), failed)
         return out
 
     def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> defer.Deferred:
@@ -391,14 +394,17 @@ class GroupCoordinator(Membership):
         def written(code):
             if not group.is_(DEAD):
                 # visible to OffsetFetch only now that the write is replicated
-                group.complete_offset_commit(token, valid, code == NONE)
+                group.complete_offset_commit(token, valid, code == NONE,
+                                             getattr(code, "base_offset", None))
             mapped = _map_append_error(code, "offsets")
             return {tp: (mapped if tp in valid else too_large) for tp in offsets}
         d = self._append(self._store.partition_for(group.group_id), records)
         return self._then(d, written)
 
     @entry
-    def fetch_offsets(self, group_id, partitions):
+    def fetch_offsets(self, group_id, partitions, require_stable=False):
+        """``require_stable`` (OffsetFetch v7, KIP-447): a partition with a commit not yet
+        final answers UNSTABLE_OFFSET_COMMIT instead of its offset."""
         error = self._validate(group_id, allow_empty=True)
         if error is not None:
             return defer.succeed((error, {}))
@@ -410,6 +416,9 @@ class GroupCoordinator(Membership):
         result = {}
         for tp in wanted:
             tp = (tp[0], tp[1])
+            if require_stable and has_pending_commit(group, tp):
+                result[tp] = FetchedOffset(-1, -1, "", E.UnstableOffsetCommitError.code)
+                continue
             oam: OffsetAndMetadata | None = group.offsets.get(tp)
             result[tp] = nothing if oam is None else FetchedOffset(
                 oam.offset, oam.leader_epoch, oam.metadata, NONE)

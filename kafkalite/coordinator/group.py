@@ -165,6 +165,12 @@ class GroupMetadata:
         # commits written to the store but not yet acknowledged: token sets per partition, so a
         # completed write only lands if the partition was not deleted meanwhile
         self.pending_offset_commits: dict[TopicPartition, set[object]] = {}
+        # TxnOffsetCommit: producer id -> {partition: [log position or None, offset]}, visible
+        # only at its transaction's COMMIT marker (coordinator/txn_offsets.py)
+        self.pending_txn_offsets: dict[int, dict[TopicPartition, list]] = {}
+        # each visible offset's batch position in __consumer_offsets: how a transactional and a
+        # plain commit of one partition are ordered (Kafka's CommitRecordMetadataAndOffset)
+        self.offset_positions: dict[TopicPartition, int] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         # timer slots, owned by the coordinator
@@ -448,7 +454,8 @@ class GroupMetadata:
 
     # --- offsets ---------------------------------------------------------------------------
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or any(self.pending_offset_commits.values())
+        return (bool(self.offsets) or any(self.pending_offset_commits.values())
+                or bool(self.pending_txn_offsets))
 
     def prepare_offset_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> object:
         token = object()
@@ -458,9 +465,9 @@ class GroupMetadata:
 
     def complete_offset_commit(self, token: object,
                                offsets: dict[TopicPartition, OffsetAndMetadata],
-                               success: bool) -> None:
+                               success: bool, position: int | None = None) -> None:
         """A commit's write finished: on success it becomes visible, unless its partition was
-        deleted while the write was in flight."""
+        deleted while the write was in flight or a later-written (transactional) offset is."""
         for tp, oam in offsets.items():
             tokens = self.pending_offset_commits.get(tp)
             if not tokens or token not in tokens:
@@ -468,14 +475,20 @@ class GroupMetadata:
             tokens.discard(token)
             if not tokens:
                 del self.pending_offset_commits[tp]
-            if success:
+            if success and (position is None or self.offset_positions.get(tp, -1) < position):
                 self.offsets[tp] = oam
+                self.offset_positions.pop(tp, None)
+                if position is not None:
+                    self.offset_positions[tp] = position
 
     def remove_offsets(self, partitions: Iterable[TopicPartition]
                        ) -> dict[TopicPartition, OffsetAndMetadata]:
         removed = {}
         for tp in partitions:
             self.pending_offset_commits.pop(tp, None)
+            self.offset_positions.pop(tp, None)
+            for pending in self.pending_txn_offsets.values():
+                pending.pop(tp, None)
             if tp in self.offsets:
                 removed[tp] = self.offsets.pop(tp)
         return removed
@@ -513,6 +526,7 @@ class GroupMetadata:
             found = {}
         for tp in found:
             del self.offsets[tp]
+            self.offset_positions.pop(tp, None)
         return found
 
     def __repr__(self) -> str:

@@ -39,6 +39,19 @@ _NOT_COORDINATOR_CODES = frozenset({errors.NotLeaderForPartitionError.code,
 _RECORDS_PER_SLICE = 5000   # about 30 ms of decoding
 
 
+class AppendCode(int):
+    """An append's error code (0: written) that also tells where the batch went in the log
+    (``base_offset``; -1 when refused): the group coordinator orders a partition's plain and
+    transactional offset commits by it, as Kafka does."""
+
+    base_offset: int
+
+    def __new__(cls, code: int, base_offset: int = -1):
+        value = super().__new__(cls, code)
+        value.base_offset = base_offset
+        return value
+
+
 @dataclass(frozen=True)
 class TopicSettings:
     """Where one internal topic's settings come from. Each field is the name of a BrokerConfig
@@ -81,7 +94,8 @@ class InternalTopicLog:
                producer_id: int = -1, producer_epoch: int = -1,
                transactional: bool = False) -> defer.Deferred:
         """Append ``(key, value)`` records (value None: a tombstone) as one uncompressed batch;
-        fires with 0 or a Kafka error code (see the module docstring). A transactional batch
+        fires with 0 or a Kafka error code (see the module docstring), an ``AppendCode``
+        that also carries the batch's base offset. A transactional batch
         (TxnOffsetCommit) carries the producer's id and epoch. An empty ``records`` fires with
         0 at once."""
         if not records:
@@ -96,19 +110,23 @@ class InternalTopicLog:
         acks = -1
         if self.settings.required_acks is not None:
             acks = self._config(self.settings.required_acks)
+        # a coordinator's transactional batch carries no sequence (Kafka's AppendOrigin
+        # Coordinator: epochs checked, sequences not)
+        origin = {"origin": "coordinator"} if transactional else {}
         d = defer.maybeDeferred(self.broker.replica_manager.append_records,
                                 self._config(self.settings.timeout_ms),
                                 acks if acks in (0, 1) else -1, True,
-                                {(self.topic, partition): batch})
+                                {(self.topic, partition): batch}, **origin)
         return d.addCallback(self._append_result, partition)
 
-    def _append_result(self, results, partition: int) -> int:
-        code = results[(self.topic, partition)].error_code
+    def _append_result(self, results, partition: int) -> AppendCode:
+        result = results[(self.topic, partition)]
+        code = result.error_code
         if code in _NOT_COORDINATOR_CODES:
-            return errors.NotCoordinatorError.code
+            return AppendCode(errors.NotCoordinatorError.code)
         if code:
             log.info("append to %s-%d failed with error %d", self.topic, partition, code)
-        return code
+        return AppendCode(code, result.base_offset)
 
     # --- reading --------------------------------------------------------------------------------
     def read(self, partition: int, apply_batch: Callable) -> defer.Deferred:

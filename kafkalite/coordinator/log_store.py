@@ -83,9 +83,11 @@ class OffsetsLogStore:
     # --- loading --------------------------------------------------------------------------------
     def load(self, partition: int) -> defer.Deferred:
         """Read ``__consumer_offsets-<partition>`` from its log start to its log end; fires
-        with ``(groups, offsets)``: ``{group: GroupSnapshot | None}`` and
+        with ``(groups, offsets, positions, pending)``: ``{group: GroupSnapshot | None}`` and
         ``{(group, topic, partition): OffsetAndMetadata | None}``, the newest value of each
-        key, None where the newest is a tombstone.
+        key, None where the newest is a tombstone; each offset's batch position; and the
+        transactional offsets whose COMMIT/ABORT marker is not in the log yet,
+        ``{producer id: {(group, topic, partition): (position, OffsetAndMetadata)}}``.
 
         Reads ``offsets.load.buffer.size`` bytes at a time (at least one whole batch) and
         yields to the reactor between chunks, so a large partition does not stall the broker.
@@ -100,7 +102,7 @@ class OffsetsLogStore:
         def loaded(position):
             log.info("loaded %d group(s) and %d offset(s) from %s-%d up to offset %d",
                      len(state.groups), len(state.offsets), OFFSETS_TOPIC, partition, position)
-            return state.groups, state.offsets
+            return state.groups, state.offsets, state.offset_positions, state.pending
         return d.addCallback(loaded)
 
     # --- the topic ------------------------------------------------------------------------------
@@ -122,9 +124,9 @@ class _LoadState:
     def __init__(self):
         self.groups: GroupsLoaded = {}
         self.offsets: OffsetsLoaded = {}
-        self._offset_positions: dict[tuple[str, str, int], int] = {}
+        self.offset_positions: dict[tuple[str, str, int], int] = {}
         # producer id -> {offset key: (batch base offset, value)} until its COMMIT/ABORT
-        self._pending: dict[int, dict] = {}
+        self.pending: dict[int, dict] = {}
         self.skipped = 0
 
     def apply_batch(self, header, batch_records, partition: int) -> None:
@@ -147,14 +149,14 @@ class _LoadState:
             if kind == "group":
                 self.groups[key] = value
             elif transactional:
-                self._pending.setdefault(header.producer_id, {})[key] = (header.base_offset,
+                self.pending.setdefault(header.producer_id, {})[key] = (header.base_offset,
                                                                         value)
             else:
                 self.offsets[key] = value
-                self._offset_positions[key] = header.base_offset
+                self.offset_positions[key] = header.base_offset
 
     def _apply_marker(self, header, batch_records) -> None:
-        pending = self._pending.pop(header.producer_id, None)
+        pending = self.pending.pop(header.producer_id, None)
         if pending is None or not batch_records:
             return
         try:
@@ -165,6 +167,6 @@ class _LoadState:
         if not commit:
             return   # ABORT: the transaction's offsets never happened
         for offset_key, (position, value) in pending.items():
-            if self._offset_positions.get(offset_key, -1) < position:
+            if self.offset_positions.get(offset_key, -1) < position:
                 self.offsets[offset_key] = value
-                self._offset_positions[offset_key] = position
+                self.offset_positions[offset_key] = position

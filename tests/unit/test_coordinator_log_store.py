@@ -163,7 +163,7 @@ def test_append_then_load_round_trip_with_last_value_per_key_and_tombstones(tmp_
                                 offset_record("g1", "t", 1, None),
                                 group_record("g2", GROUP._replace(generation=7)),
                                 group_record("g2", None)])) == 0
-    groups, offsets = pump(broker.reactor, store.load(0))[0]
+    groups, offsets, *_ = pump(broker.reactor, store.load(0))[0]
     assert groups == {"g1": GROUP, "g2": None}
     assert offsets == {("g1", "t", 0): newer, ("g1", "t", 1): None}
     # one uncompressed batch per append, CreateTime timestamps of now, Kafka's bytes stored
@@ -275,7 +275,7 @@ def test_load_reads_in_chunks_and_yields_to_the_reactor_between_them(tmp_path):
     clock.callLater = lambda delay, *a, **kw: yields.append(delay) or call_later(delay, *a, **kw)
     d = broker.store.load(0)
     assert now(d) is None                                  # not all in one reactor turn
-    groups, offsets = pump(clock, d)[0]
+    groups, offsets, *_ = pump(clock, d)[0]
     assert len(yields) >= broker.log().size // 2000 - 1    # a callLater(0) per chunk or so
     assert set(yields) == {0}
     assert groups == expected_groups
@@ -286,14 +286,14 @@ def test_a_batch_larger_than_the_load_buffer_is_still_read_whole(tmp_path):
     broker = Broker(tmp_path, offsets_load_buffer_size=1)
     broker.become()
     expected_groups, expected_offsets = _fill(broker, groups=3, rounds=1)
-    groups, offsets = pump(broker.reactor, broker.store.load(0))[0]
+    groups, offsets, *_ = pump(broker.reactor, broker.store.load(0))[0]
     assert (groups, offsets) == (expected_groups, expected_offsets)
 
 
 def test_load_of_an_empty_partition(tmp_path):
     broker = Broker(tmp_path)
     broker.become(partition=3)
-    assert pump(broker.reactor, broker.store.load(3))[0] == ({}, {})
+    assert pump(broker.reactor, broker.store.load(3))[0] == ({}, {}, {}, {})
 
 
 def test_load_refuses_a_partition_this_broker_does_not_lead(tmp_path):
@@ -323,7 +323,7 @@ def test_undecodable_records_are_logged_and_skipped(tmp_path, caplog):
                                        (b"\x00\x09whatever", b"x"),          # unknown version
                                        offset_record("g", "t", 0, OAM)])) == 0
     with caplog.at_level(logging.ERROR, logger="kafkalite.coordinator.log_store"):
-        groups, offsets = pump(broker.reactor, broker.store.load(0))[0]
+        groups, offsets, *_ = pump(broker.reactor, broker.store.load(0))[0]
     assert offsets == {("g", "t", 0): OAM} and groups == {}
     assert "offset 0" in caplog.text
 
@@ -358,8 +358,29 @@ def test_transactional_offsets_count_only_once_committed(tmp_path):
                                         None)]), 5, control=True))          # COMMIT of pid 5
     append(_transactional(build_batch([(0, b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00",
                                         None)]), 6, control=True))          # ABORT of pid 6
-    groups, offsets = pump(broker.reactor, broker.store.load(0))[0]
+    groups, offsets, positions, pending = pump(broker.reactor, broker.store.load(0))[0]
     assert offsets == {("g", "t", 0): committed}
+    assert positions == {("g", "t", 0): 1}     # the transactional batch's, not the marker's
+    assert pending == {}
+
+
+def test_transactional_offsets_without_their_marker_stay_pending(tmp_path):
+    """A transaction whose marker is not in the log yet: its offsets are handed back as
+    pending, with their batch's position; the plain offset stays the visible one."""
+    broker = Broker(tmp_path)
+    broker.become()
+    log_ = broker.log()
+    open_ = OAM._replace(offset=9)
+
+    def append(batch):
+        log_.append(batch, assign_offsets=True, leader_epoch=0)
+
+    append(build_batch([(0, *offset_record("g", "t", 0, OAM), None)]))
+    append(_transactional(build_batch([(0, *offset_record("g", "t", 0, open_), None),
+                                       (0, *offset_record("h", "u", 1, open_), None)]), 7))
+    groups, offsets, positions, pending = pump(broker.reactor, broker.store.load(0))[0]
+    assert offsets == {("g", "t", 0): OAM} and positions == {("g", "t", 0): 0}
+    assert pending == {7: {("g", "t", 0): (1, open_), ("h", "u", 1): (1, open_)}}
 
 
 # --- compaction of __consumer_offsets -----------------------------------------------------------
@@ -378,7 +399,7 @@ def test_compaction_keeps_the_newest_value_per_key_and_drops_old_tombstones(tmp_
     written_at = broker.clock_ms()
     result = log_.compact(now_ms=written_at, force=True)
     assert result.records_removed > 0 and log_.size < before
-    groups, offsets = pump(broker.reactor, store.load(0))[0]
+    groups, offsets, *_ = pump(broker.reactor, store.load(0))[0]
     expected_groups["group-0"] = None                    # tombstones kept for now
     expected_offsets[("group-1", "topic", 0)] = None
     assert (groups, offsets) == (expected_groups, expected_offsets)
@@ -387,7 +408,7 @@ def test_compaction_keeps_the_newest_value_per_key_and_drops_old_tombstones(tmp_
     assert len(keys) == len(set(keys)) == len(expected_groups) + len(expected_offsets)
     # after delete.retention.ms the tombstones go too, and the keys are gone
     log_.compact(now_ms=written_at + DAY_MS + 1, force=True)
-    groups, offsets = pump(broker.reactor, store.load(0))[0]
+    groups, offsets, *_ = pump(broker.reactor, store.load(0))[0]
     del expected_groups["group-0"], expected_offsets[("group-1", "topic", 0)]
     assert (groups, offsets) == (expected_groups, expected_offsets)
 
@@ -480,3 +501,17 @@ def test_broker_passes_offsets_partitions_to_the_group_coordinator():
     assert calls == [("elected", 7, 2), ("resigned", 7, 3)]
     BrokerService._on_leadership_change(SimpleNamespace(group_coordinator=None),
                                         (OFFSETS_TOPIC, 1), True, 0)
+
+
+def test_an_append_tells_where_its_batch_went(tmp_path):
+    """The code an append fires with carries the batch's base offset (the group coordinator
+    orders plain and transactional commits by it)."""
+    broker = Broker(tmp_path)
+    broker.become()
+    first = now(broker.store.append(0, [offset_record("g", "t", 0, OAM)] * 3))
+    second = now(broker.store.append(0, [offset_record("g", "t", 1, OAM)]))
+    assert (first, first.base_offset) == (0, 0)
+    assert (second, second.base_offset) == (0, 3)
+    broker.become(leader=2, replicas=(1, 2), epoch=1)
+    refused = now(broker.store.append(0, [offset_record("g", "t", 1, OAM)]))
+    assert (refused, refused.base_offset) == (errors.NotCoordinatorError.code, -1)
