@@ -61,6 +61,7 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     # OffsetForLeaderEpoch: ClusterAction on the cluster lets any caller through (it was an
     # inter-broker API before KIP-320), else Describe on each topic
     23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER), Check(Op.DESCRIBE, Res.TOPIC)),
+    27: _CLUSTER_ACTION,                                                                  # WriteTxnMarkers
     29: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeAcls
     30: (Check(Op.ALTER, Res.CLUSTER),),                                                 # CreateAcls
     31: (Check(Op.ALTER, Res.CLUSTER),),                                                 # DeleteAcls

@@ -40,6 +40,7 @@ from kafkalite.protocol.kafka.convert import metadata as metadata_convert
 from kafkalite.protocol.kafka.convert import quotas as quota_convert
 from kafkalite.protocol.kafka.convert import reassignment as reassignment_convert
 from kafkalite.protocol.kafka.convert import scram as scram_convert
+from kafkalite.protocol.kafka.convert import transactions as txn_convert
 from kafkalite.protocol.kafka.versions import kio_range
 from kafkalite.security.operations import API_CHECKS, Check
 from kafkalite.server import reassignment_apis
@@ -49,6 +50,7 @@ from kafkalite.server import scram_apis
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
 from kafkalite.server import quota_apis
+from kafkalite.server import txn_marker_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
                               producer_id_apis, topic_apis)
@@ -297,11 +299,19 @@ def _reassignment_rows():
     ]
 
 
+def _txn_rows():
+    # transactions (KIP-98, KIP-447): the coordinator's APIs, its markers to partition leaders
+    return [
+        ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, txn_marker_apis.handle_write_txn_markers,
+                txn_convert.WRITE_TXN_MARKERS),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
             + _admin_rows() + _group_rows() + _acl_rows() + _reassignment_rows() + _log_dir_rows()
             + _scram_and_feature_rows()
-            + _delegation_token_rows() + _quota_rows())
+            + _delegation_token_rows() + _quota_rows() + _txn_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

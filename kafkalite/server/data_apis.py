@@ -118,8 +118,16 @@ def _fetch_response(request: m.FetchRequest, refused, results: dict,
                     denied: list) -> m.FetchResponse:
     # FetchResult's fields follow FetchPartitionResponse's partition field: (partition, *r)
     served = [m.FetchTopicResponse(t.topic, [
-        m.FetchPartitionResponse(p.partition, *results[(t.topic, p.partition)])
+        _partition_response(p.partition, results[(t.topic, p.partition)])
         for p in t.partitions]) for t in request.topics if t.topic not in refused]
     if denied:
         served.extend(denied)
     return m.FetchResponse(responses=served)
+
+
+def _partition_response(partition: int, result) -> m.FetchPartitionResponse:
+    aborted = result.aborted_transactions
+    if aborted:       # the data layer's (producer id, first offset) pairs, as the model's
+        result = result._replace(aborted_transactions=[
+            m.FetchAbortedTransaction(pid, first) for pid, first in aborted])
+    return m.FetchPartitionResponse(partition, *result)

@@ -86,8 +86,13 @@ class DelayedFetch(DelayedOperation):
         return positions
 
     def _limit(self, partition: Partition) -> int:
+        """What bounds this fetch: the log end (followers), the last stable offset
+        (read_committed consumers: Kafka's DelayedFetch reads FetchTxnCommitted's end) or the
+        high watermark."""
         if self.params.replica_id >= 0:
             return partition.log_end_offset
+        if self.params.isolation_level == 1:
+            return partition.last_stable_offset
         return partition.high_watermark
 
     def try_complete(self) -> bool:

@@ -4,7 +4,12 @@ The leader tracks each follower's log end offset (learned from the follower's fe
 last time the follower was caught up. From those come the high watermark (the minimum LEO over the
 ISR: a record is committed once every in-sync replica has it), ISR expansion (a follower rejoins
 when it reaches the HW) and ISR shrinking (a follower that has not caught up for
-``replica.lag.time.max.ms`` leaves). Consumers read only below the high watermark.
+``replica.lag.time.max.ms`` leaves). Consumers read only below the high watermark; read_committed
+ones only below the last stable offset (LSO), which transactions hold back (``producer_state``).
+
+Every append, as leader or follower, goes through the producer state first (sequences, epochs,
+transactions); a transaction marker that aborts a transaction puts an entry in the log's
+``.txnindex`` (Kafka's ``Log.append``), which read_committed fetches answer from.
 
 The decisions (``compute_high_watermark``, ``lagging_replicas``, ``can_rejoin_isr``) are pure
 functions so they can be tested table-style; this class only holds state and applies them.
@@ -16,11 +21,11 @@ import logging
 from dataclasses import dataclass, field
 
 from kafkalite.errors import (FencedLeaderEpochError, NotEnoughReplicasAfterAppendError,
-                              NotEnoughReplicasError,
-                              NotLeaderForPartitionError, OutOfOrderSequenceNumberError,
+                              NotEnoughReplicasError, NotLeaderForPartitionError,
                               UnknownLeaderEpochError)
 from kafkalite.record.header import iter_headers
-from kafkalite.server.producer_state import ProducerStateTable, first_producer_id
+from kafkalite.server import producer_txns
+from kafkalite.server.producer_state import CLIENT, REPLICATION, ProducerStateTable
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +103,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         # (epoch, start offset) pairs, as Kafka's leader-epoch-checkpoint, newest last
         self.epoch_starts: list[tuple[int, int]] = []
-        self.producer_states = ProducerStateTable()
+        self.producer_states = ProducerStateTable(f"{topic}-{partition}")
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -115,6 +120,17 @@ class Partition:
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first unstable offset, HW): read_committed consumers read below it (Kafka's
+        Log.lastStableOffset)."""
+        hw = self.high_watermark
+        first = self.producer_states.first_unstable_offset(hw)
+        if first is None:
+            return hw
+        first = max(first, self.log.log_start_offset)
+        return first if first < hw else hw
 
     # --- role changes (from the controller's LeaderAndIsr) ------------------------------------
     def make_leader(self, state: PartitionState, high_watermark_checkpoint: int | None = None
@@ -172,35 +188,27 @@ class Partition:
                 f"(leader is {self.leader_id})")
 
     # --- leader side --------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes, required_acks: int, min_insync_replicas: int):
+    def append_as_leader(self, records: bytes, required_acks: int, min_insync_replicas: int,
+                         origin: str = CLIENT):
+        """Append as leader. ``origin``: "client" (Produce: full sequence checks, control
+        batches refused), "coordinator" (the group coordinator's offsets and WriteTxnMarkers'
+        markers: epoch checks only)."""
         self.require_leader()
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"{self.topic}-{self.partition}: ISR {self.isr} has {len(self.isr)} member(s), "
                 f"min.insync.replicas is {min_insync_replicas}")
-        if first_producer_id(records) >= 0:
-            return self._append_idempotent(records)
+        if producer_txns.plain_batch(records):
+            info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
+            self.maybe_advance_high_watermark()
+            return info
+        batches = producer_txns.batch_infos(records, self.log_end_offset, origin, self.tp)
+        analysis = producer_txns.analyze(self.producer_states, batches, origin)
+        if analysis.duplicate is not None:
+            cached = analysis.duplicate
+            return DuplicateAppend(cached.first_offset, cached.last_offset)
         info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
-        self.maybe_advance_high_watermark()
-        return info
-
-    def _append_idempotent(self, records: bytes):
-        headers = [h for _pos, h in iter_headers(records, verify_crc=False)]
-        for header in headers:
-            cached = self.producer_states.check(header.producer_id, header.producer_epoch,
-                                                header.base_sequence, header.record_count)
-            if cached is not None:
-                if len(headers) > 1:
-                    raise OutOfOrderSequenceNumberError(
-                        "a request mixing already-written and new batches of one producer")
-                return DuplicateAppend(cached.first_offset, cached.last_offset)
-        info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
-        offset = info.first_offset
-        for header in headers:
-            self.producer_states.update(header.producer_id, header.producer_epoch,
-                                        header.base_sequence, header.record_count, offset,
-                                        offset + header.last_offset_delta)
-            offset += header.last_offset_delta + 1
+        producer_txns.apply(self, analysis)
         self.maybe_advance_high_watermark()
         return info
 
@@ -262,7 +270,10 @@ class Partition:
     def append_as_follower(self, records: bytes, leader_high_watermark: int,
                            leader_log_start_offset: int = -1):
         if records:
+            batches = producer_txns.batch_infos(records, None, REPLICATION, self.tp)
+            analysis = producer_txns.analyze(self.producer_states, batches, REPLICATION)
             self.log.append(records, assign_offsets=False)
+            producer_txns.apply(self, analysis)
             self._note_epochs(records)
         self.high_watermark = min(leader_high_watermark, self.log_end_offset)
         self.maybe_increment_log_start_offset(leader_log_start_offset)
@@ -281,7 +292,6 @@ class Partition:
     def _note_epochs(self, records: bytes) -> None:
         last = self.epoch_starts[-1][0] if self.epoch_starts else -1
         for _pos, header in iter_headers(records, verify_crc=False):
-            self.producer_states.replay(header)
             epoch = header.partition_leader_epoch
             if epoch > last:
                 self.epoch_starts.append((epoch, header.base_offset))
@@ -317,7 +327,10 @@ class Partition:
                      self.log_end_offset, offset)
             self.log.truncate_to(offset)
             self.epoch_starts = [(e, s) for e, s in self.epoch_starts if s < offset]
-            self.producer_states.truncate(offset)
+            # as Kafka's truncateAndReload: the producer state is rebuilt from the log that is
+            # left (a marker cut off reopens its transaction; a transaction begun after the
+            # cut is gone)
+            producer_txns.rebuild(self.producer_states, self.log)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
 
@@ -326,7 +339,9 @@ def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024,
                           ) -> list[tuple[int, int]]:
     """Rebuild the (leader epoch, start offset) list from the batches' partition_leader_epoch
     fields (Kafka keeps a leader-epoch-checkpoint file; the batches carry the same facts), and
-    replay idempotent producers' sequences into ``producer_states``."""
+    replay the producers' batches and markers into ``producer_states`` (Kafka's
+    loadProducersFromRecords: completed transactions are completed, the ``.txnindex`` is the
+    log's own)."""
     starts: list[tuple[int, int]] = []
     offset = log_.log_start_offset
     end = log_.log_end_offset
@@ -339,7 +354,7 @@ def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024,
             for _pos, header in iter_headers(data, verify_crc=False):
                 last = header
                 if producer_states is not None:
-                    producer_states.replay(header)
+                    producer_txns.replay(producer_states, data, _pos, header)
                 epoch = header.partition_leader_epoch
                 if epoch >= 0 and (not starts or epoch > starts[-1][0]):
                     starts.append((epoch, header.base_offset))

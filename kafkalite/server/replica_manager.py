@@ -30,6 +30,8 @@ from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch
                                                DelayedProduce, error_text)
 from kafkalite.server.leader_and_isr_checks import ignored_state
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
+from kafkalite.server.producer_state import CLIENT
+from kafkalite.server.producer_txns import aborted_in_range
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
 from kafkalite.server.replica_alter_log_dirs import ReplicaAlterLogDirs
@@ -270,11 +272,14 @@ class ReplicaManager:
 
     # --- produce --------------------------------------------------------------------------------
     def append_records(self, timeout_ms: int, required_acks: int, internal_topics_allowed: bool,
-                       entries: dict[TopicPartition, bytes]):
+                       entries: dict[TopicPartition, bytes], origin: str = CLIENT):
         """Append each partition's batch bytes as its leader (Kafka's appendRecords). Returns
         ``{tp: ProduceResult}``, or for acks=all a Deferred firing with it once the ISR has
         the records or ``timeout_ms`` passed. Internal topics (``__consumer_offsets``) take
-        only the broker's own writes (``internal_topics_allowed``), as in Kafka."""
+        only the broker's own writes (``internal_topics_allowed``), as in Kafka. ``origin``
+        "coordinator" (the coordinators' own writes) is the only way a control batch (a
+        transaction marker) is accepted; a client's is INVALID_RECORD, as Kafka's
+        LogValidator."""
         if required_acks not in (0, 1, -1):
             message = f"acks={required_acks}: must be 0, 1 or -1 (all)"
             return {tp: ProduceResult(errors.InvalidRequiredAcksError.code, message)
@@ -289,7 +294,7 @@ class ReplicaManager:
                 partition = self._partition_or_raise(topic, partition_id)
                 config = self.topic_config(topic)
                 info = partition.append_as_leader(records, required_acks,
-                                                  config.min_insync_replicas)
+                                                  config.min_insync_replicas, origin)
                 results[tp] = ProduceResult(0, None, info.first_offset, info.log_append_time,
                                             partition.log_start_offset)
                 if required_acks == -1:
@@ -334,6 +339,7 @@ class ReplicaManager:
                    ) -> tuple[dict[TopicPartition, FetchResult], int]:
         """Each partition's answer and the bytes read in all (Kafka's readFromLocalLog)."""
         is_follower = params.replica_id >= 0
+        committed = not is_follower and params.isolation_level == 1
         remaining = params.max_bytes
         total = 0
         results: dict[TopicPartition, FetchResult] = {}
@@ -342,7 +348,9 @@ class ReplicaManager:
                 partition = self._partition_or_raise(*tp)
                 partition.require_leader()
                 partition.check_leader_epoch(p.current_leader_epoch)
-                limit = partition.log_end_offset if is_follower else partition.high_watermark
+                lso = partition.last_stable_offset
+                limit = (partition.log_end_offset if is_follower
+                         else lso if committed else partition.high_watermark)
                 if p.fetch_offset > limit and not is_follower and \
                         p.fetch_offset <= partition.log_end_offset:
                     records = b""  # ahead of the HW but inside the log: nothing visible yet
@@ -355,8 +363,12 @@ class ReplicaManager:
                         max_offset=limit, min_one_batch=total == 0).records
                 total += len(records)
                 remaining = max(remaining - len(records), 0)
-                results[tp] = FetchResult(0, partition.high_watermark, partition.high_watermark,
-                                          partition.log_start_offset, records)
+                # read_committed: the aborted transactions in the range (Kafka's
+                # addAbortedTransactions), an empty list when nothing was read
+                aborted = (aborted_in_range(partition.log, p.fetch_offset, records)
+                           if committed else None)
+                results[tp] = FetchResult(0, partition.high_watermark, lso,
+                                          partition.log_start_offset, records, aborted)
             except Exception as exc:  # noqa: BLE001 - answered per partition
                 if not isinstance(exc, KafkaError):
                     log.exception("fetch from %s-%d failed", tp[0], tp[1])
@@ -425,11 +437,16 @@ class ReplicaManager:
                      queries: dict[tuple[str, int], OffsetQuery]
                      ) -> dict[tuple[str, int], OffsetResult]:
         """Kafka's fetchOffsetForTimestamp for each ``(topic, partition): OffsetQuery``: a
-        consumer (replica id < 0) sees up to the high watermark, a replica up to the log end.
-        ``isolation_level`` is a consumer's; without transactions the last stable offset is
-        the high watermark, so both levels see the same."""
+        consumer (replica id < 0) sees up to the high watermark (read_uncommitted,
+        ``isolation_level`` 0) or the last stable offset (read_committed, 1), a replica up to
+        the log end."""
         def answer(partition: Partition, query: OffsetQuery) -> OffsetResult:
-            visible = partition.high_watermark if replica_id < 0 else partition.log_end_offset
+            if replica_id >= 0:
+                visible = partition.log_end_offset
+            elif isolation_level == 1:
+                visible = partition.last_stable_offset
+            else:
+                visible = partition.high_watermark
             if query.timestamp == EARLIEST_TIMESTAMP:
                 offset, ts = partition.log_start_offset, -1
             elif query.timestamp == LATEST_TIMESTAMP:

@@ -1,22 +1,72 @@
+"""The producer state table (Kafka 2.8's ProducerStateManager/ProducerAppendInfo), pure: a
+table of scenarios fed batch headers as a log would, plus the broker's dedup path."""
+
 import time
+from typing import NamedTuple
 
 import pytest
 
 from kafkalite import errors
 from kafkalite.record import build_batch
-from kafkalite.server.producer_state import ProducerStateTable, first_producer_id
+from kafkalite.server.producer_state import (CLIENT, COORDINATOR, REPLICATION, BatchInfo,
+                                             CompletedTxn, ProducerStateTable, analyze,
+                                             first_producer_id)
 
 from test_server_replica_manager import Harness, _resolved
 
+TXN, CONTROL = 0x10, 0x30
 
-def test_new_producer_then_in_order_batches():
-    table = ProducerStateTable()
-    assert table.check(7, 0, 0, 3) is None
-    table.update(7, 0, 0, 3, 100, 102)
-    assert table.check(7, 0, 3, 2) is None
-    table.update(7, 0, 3, 2, 103, 104)
-    cached = table.check(7, 0, 0, 3)                    # the first batch, retried
-    assert (cached.first_offset, cached.last_offset) == (100, 102)
+
+class H(NamedTuple):
+    """The header fields the producer state reads."""
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_offset_delta: int
+    attributes: int = 0
+    max_timestamp: int = 1000
+
+    @property
+    def record_count(self):
+        return self.last_offset_delta + 1
+
+
+class Log:
+    """Feeds batches to a table as Partition does: validate, then apply at the log end."""
+
+    def __init__(self):
+        self.table = ProducerStateTable("t-0")
+        self.end = 0
+        self.completed = []
+
+    def append(self, header, marker=None, origin=CLIENT):
+        analysis = analyze(self.table, [BatchInfo(header, self.end, marker)], origin)
+        if analysis.duplicate is not None:
+            return analysis.duplicate
+        for info in analysis.infos.values():
+            self.table.apply(info)
+        for done in analysis.completed:
+            done_lso = self.table.last_stable_offset(done)
+            self.completed.append((done, done_lso))
+            self.table.complete(done)
+        first = self.end
+        self.end += header.last_offset_delta + 1
+        return first
+
+    def data(self, pid, epoch, seq, n=1, txn=False, origin=CLIENT):
+        return self.append(H(pid, epoch, seq, n - 1, TXN if txn else 0), origin=origin)
+
+    def marker(self, pid, epoch, commit, coordinator_epoch=0, origin=COORDINATOR):
+        return self.append(H(pid, epoch, -1, 0, CONTROL), (commit, coordinator_epoch), origin)
+
+
+def test_in_order_batches_and_a_retry_gets_its_offsets():
+    log = Log()
+    assert log.data(7, 0, 0, 3) == 0
+    assert log.data(7, 0, 3, 2) == 3
+    cached = log.data(7, 0, 0, 3)                       # the first batch, retried
+    assert (cached.first_offset, cached.last_offset) == (0, 2)
+    assert log.end == 5
 
 
 @pytest.mark.parametrize("epoch,sequence,error", [
@@ -24,21 +74,125 @@ def test_new_producer_then_in_order_batches():
     (1, 4, errors.OutOfOrderSequenceNumberError),       # a new epoch must start at 0
     (-1, 3, errors.InvalidProducerEpochError),          # fenced by a newer epoch
 ])
-def test_rejections(epoch, sequence, error):
-    table = ProducerStateTable()
-    table.update(7, 0, 0, 3, 0, 2)
+def test_rejections_leave_the_table_as_it_was(epoch, sequence, error):
+    log = Log()
+    log.data(7, 0, 0, 3)
+    before = log.table.producers[7].copy()
     with pytest.raises(error):
-        table.check(7, epoch, sequence, 1)
+        log.data(7, epoch, sequence)
+    assert log.table.producers[7] == before
+    # replicas take what the leader wrote, never refusing
+    log.data(7, epoch, sequence, origin=REPLICATION)
 
 
-def test_only_five_batches_are_remembered_and_truncation_forgets():
-    table = ProducerStateTable()
+def test_unknown_producer_and_new_epoch_rules():
+    log = Log()
+    log.data(3, 5, 42)                    # no state (records deleted): any sequence, as Kafka
+    log.data(3, 6, 0)                     # a new epoch from 0
+    assert log.table.producers[3].epoch == 6
+    log.data(3, 6, 1)
+    log.data(4, 0, 2147483647)            # sequences wrap at int32 max
+    log.data(4, 0, 0)
+
+
+def test_only_five_batches_are_remembered():
+    log = Log()
     for i in range(7):
-        table.update(1, 0, i, 1, i, i)
-    assert table.check(1, 0, 6, 1) is not None
-    assert len(table.producers[1].batches) == 5
-    table.truncate(5)
-    assert table.producers[1].last_sequence == 4
+        log.data(1, 0, i)
+    assert len(log.table.producers[1].batches) == 5
+    assert log.data(1, 0, 6).first_offset == 6          # a retry of the last is a duplicate
+    with pytest.raises(errors.OutOfOrderSequenceNumberError):
+        log.data(1, 0, 0)                                # the first is forgotten: a gap
+
+
+def test_begin_continue_commit():
+    log = Log()
+    log.data(1, 0, 0, 2, txn=True)                       # 0-1 begins
+    log.data(2, 0, 0)                                     # 2, another producer, plain
+    log.data(1, 0, 2, 2, txn=True)                       # 3-4 continues
+    assert log.table.producers[1].current_txn_first_offset == 0
+    assert log.table.first_unstable_offset(high_watermark=5) == 0
+    log.marker(1, 0, commit=True)                         # 5
+    assert log.completed == [(CompletedTxn(1, 0, 5, False), 6)]
+    assert log.table.producers[1].current_txn_first_offset is None
+    # decided, but its marker is not below the HW yet: still unstable
+    assert log.table.first_unstable_offset(high_watermark=5) == 0
+    assert log.table.first_unstable_offset(high_watermark=6) is None
+    log.data(1, 0, 4, txn=True)                           # 6: the next transaction
+    assert log.table.first_unstable_offset(high_watermark=5) == 6
+
+
+def test_abort_and_an_empty_transaction():
+    log = Log()
+    log.data(1, 0, 0, txn=True)
+    log.marker(1, 0, commit=False, coordinator_epoch=3)
+    assert log.completed == [(CompletedTxn(1, 0, 1, True), 2)]
+    log.marker(1, 0, commit=False, coordinator_epoch=3)   # nothing ongoing: no CompletedTxn
+    assert len(log.completed) == 1
+    assert log.table.producers[1].coordinator_epoch == 3
+
+
+def test_plain_data_inside_a_transaction_is_invalid_txn_state():
+    log = Log()
+    log.data(1, 0, 0, txn=True)
+    with pytest.raises(errors.InvalidTxnStateError):
+        log.data(1, 0, 1)
+    assert log.table.producers[1].last_sequence == 0
+
+
+@pytest.mark.parametrize("epoch,coordinator_epoch,error", [
+    (0, 5, errors.InvalidProducerEpochError),             # marker of an older producer epoch
+    (1, 4, errors.TransactionCoordinatorFencedError),     # from a zombie coordinator
+])
+def test_markers_are_fenced(epoch, coordinator_epoch, error):
+    log = Log()
+    log.data(1, 1, 0, txn=True)
+    log.marker(1, 1, commit=True, coordinator_epoch=5)
+    log.data(1, 1, 1, txn=True)
+    with pytest.raises(error):
+        log.marker(1, epoch, commit=False, coordinator_epoch=coordinator_epoch)
+    assert log.table.producers[1].current_txn_first_offset == 2
+    log.marker(1, epoch, commit=False, coordinator_epoch=coordinator_epoch, origin=REPLICATION)
+    assert log.table.producers[1].current_txn_first_offset is None
+
+
+def test_a_marker_with_a_newer_epoch_bumps_the_producer():
+    log = Log()
+    log.data(1, 0, 0, txn=True)
+    log.marker(1, 1, commit=False)        # the coordinator aborted with a bumped epoch
+    assert log.table.producers[1].epoch == 1
+    with pytest.raises(errors.InvalidProducerEpochError):
+        log.data(1, 0, 1, txn=True)
+
+
+def test_lso_with_two_interleaved_transactions():
+    log = Log()
+    log.data(1, 0, 0, txn=True)           # 0: A begins
+    log.data(2, 0, 0, txn=True)           # 1: B begins
+    log.data(1, 0, 1, txn=True)           # 2: A
+    log.marker(1, 0, commit=True)         # 3: A commits; B still open: the LSO stops at 1
+    assert log.completed[-1] == (CompletedTxn(1, 0, 3, False), 1)
+    assert log.table.first_unstable_offset(high_watermark=4) == 1
+    log.data(2, 0, 1, txn=True)           # 4: B
+    log.marker(2, 0, commit=False)        # 5: B aborts; nothing else open: LSO after it
+    assert log.completed[-1] == (CompletedTxn(2, 1, 5, True), 6)
+    assert log.table.first_unstable_offset(high_watermark=5) == 1
+    assert log.table.first_unstable_offset(high_watermark=6) is None
+
+
+def test_coordinator_batches_skip_sequence_checks():
+    log = Log()                           # the group coordinator's offset batches: no sequence
+    log.data(9, 0, -1, txn=True, origin=COORDINATOR)
+    log.data(9, 0, -1, txn=True, origin=COORDINATOR)
+    assert log.table.producers[9].current_txn_first_offset == 0
+
+
+def test_snapshot_entries_load_the_ongoing_transactions():
+    log = Log()
+    log.data(1, 0, 0, txn=True)
+    table = ProducerStateTable()
+    table.load_entry(1, log.table.producers[1].copy())
+    assert table.first_unstable_offset(high_watermark=10) == 0
 
 
 def _idempotent_batch(pid, epoch, sequence, n=3):
@@ -70,7 +224,6 @@ def test_broker_answers_a_retried_batch_with_its_original_offsets(tmp_path):
     assert gap.error_code == errors.OutOfOrderSequenceNumberError.code
     # a replica rebuilt from the log knows the same producers
     from kafkalite.server.partition import epoch_starts_from_log
-    from kafkalite.server.producer_state import ProducerStateTable as Table
-    rebuilt = Table()
+    rebuilt = ProducerStateTable()
     epoch_starts_from_log(h.manager.partitions[("t", 0)].log, producer_states=rebuilt)
-    assert rebuilt.check(5, 0, 3, 3).first_offset == 3
+    assert rebuilt.find_duplicate(5, 0, 3, 3).first_offset == 3

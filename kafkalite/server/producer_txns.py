@@ -1,0 +1,172 @@
+"""A partition's appends through its producer state, and its aborted transactions.
+
+The glue between ``Partition`` and the pure ``producer_state``: which batches an append holds
+(with the offsets they get, and the marker of each control batch), the refusals Kafka's
+LogValidator makes for a client's batches, applying a validated append (an aborted transaction
+goes to the log's ``.txnindex`` with Kafka's ``lastStableOffset(completedTxn)``), replaying the
+log to rebuild the table (recovery, truncation), and the read_committed side: the aborted
+transactions a fetch's range overlaps.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+from kafkalite.errors import CorruptRecordError, InvalidRecordError
+from kafkalite.record.batch import read_batch
+from kafkalite.record.control import parse_control_record
+from kafkalite.record.header import (ATTRIBUTES_POS, CONTROL_BIT, I16, I32, I64, LENGTH_POS,
+                                     LAST_OFFSET_DELTA_POS, LOG_OVERHEAD, PRODUCER_ID_POS,
+                                     iter_headers)
+from kafkalite.server.producer_state import (CLIENT, REPLICATION, Analysis, BatchInfo,
+                                             ProducerStateTable, analyze, is_control)
+
+__all__ = ["plain_batch", "batch_infos", "analyze", "apply", "replay", "rebuild",
+           "aborted_in_range", "next_offset_after"]
+
+log = logging.getLogger(__name__)
+
+try:
+    from kafkalite.log.txn_index import AbortedTxn
+except ImportError:  # TEMPORARY until the log's .txnindex lands (LOG-B): kept in memory
+    class AbortedTxn(NamedTuple):
+        producer_id: int
+        first_offset: int
+        last_offset: int
+        last_stable_offset: int
+
+
+def _append_aborted(log_, aborted: AbortedTxn) -> None:
+    append = getattr(log_, "append_aborted_txn", None)
+    if append is not None:
+        append(aborted)
+    else:  # TEMPORARY (see AbortedTxn)
+        log_.__dict__.setdefault("_aborted_in_memory", []).append(aborted)
+
+
+def _collect_aborted(log_, start: int, upper: int) -> list:
+    collect = getattr(log_, "collect_aborted_transactions", None)
+    if collect is not None:
+        return collect(start, upper)
+    return [a for a in log_.__dict__.get("_aborted_in_memory", ())   # TEMPORARY
+            if a.last_offset >= start and a.first_offset < upper]
+
+
+def plain_batch(records) -> bool:
+    """True for the common produce request: one batch, no producer id, not a control batch
+    (the producer state has nothing to check)."""
+    n = len(records)
+    if n < PRODUCER_ID_POS + I64.size:
+        return True      # too short for a batch: the log's validation answers it
+    size = LOG_OVERHEAD + I32.unpack_from(records, LENGTH_POS)[0]
+    return (size == n and I64.unpack_from(records, PRODUCER_ID_POS)[0] < 0
+            and not I16.unpack_from(records, ATTRIBUTES_POS)[0] & CONTROL_BIT)
+
+
+def _marker(records, pos: int, header) -> tuple[bool, int] | None:
+    if header.record_count == 0:
+        return None      # an empty control batch: the cleaner removed its transaction
+    _h, decoded = read_batch(records, pos, verify_crc=False)
+    if not decoded:
+        return None
+    return parse_control_record(decoded[0].key, decoded[0].value)
+
+
+def batch_infos(records, leo: int | None, origin: str, tp) -> list[BatchInfo]:
+    """The batches of ``records`` with their offsets: assigned from ``leo`` (a leader's
+    append) or their own (``leo`` None: a follower's). A client may write neither control
+    batches nor idempotent ones without a sequence (INVALID_RECORD, Kafka's LogValidator)."""
+    out = []
+    next_offset = leo
+    for pos, header in iter_headers(records, verify_crc=False):
+        control = is_control(header)
+        if origin == CLIENT:
+            if control:
+                raise InvalidRecordError(
+                    f"Clients are not allowed to write control records in topic partition "
+                    f"{tp[0]}-{tp[1]}.")
+            if header.producer_id >= 0 and header.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"Invalid sequence number {header.base_sequence} in record batch with "
+                    f"producerId {header.producer_id} in topic partition {tp[0]}-{tp[1]}.")
+        base = header.base_offset if next_offset is None else next_offset
+        marker = _marker(records, pos, header) if control and header.producer_id >= 0 else None
+        out.append(BatchInfo(header, base, marker))
+        if next_offset is not None:
+            next_offset = base + header.last_offset_delta + 1
+    return out
+
+
+def apply(partition, analysis: Analysis) -> None:
+    """After the append: the producers' new state, and each completed transaction (an aborted
+    one into the log's ``.txnindex`` first, as Kafka's Log.append)."""
+    table = partition.producer_states
+    for info in analysis.infos.values():
+        table.apply(info)
+    for completed in analysis.completed:
+        if completed.is_aborted:
+            _append_aborted(partition.log, AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                table.last_stable_offset(completed)))
+        table.complete(completed)
+
+
+def replay(table: ProducerStateTable, data, pos: int, header) -> None:
+    """One stored batch into ``table`` (recovery: Kafka's loadProducersFromRecords, which
+    completes transactions without touching the ``.txnindex``)."""
+    if header.producer_id < 0:
+        return
+    marker = _marker(data, pos, header) if is_control(header) else None
+    analysis = analyze(table, [BatchInfo(header, header.base_offset, marker)], REPLICATION)
+    for info in analysis.infos.values():
+        table.apply(info)
+    for completed in analysis.completed:
+        table.complete(completed)
+
+
+def rebuild(table: ProducerStateTable, log_, chunk_bytes: int = 4 * 1024 * 1024) -> None:
+    """Empty ``table`` and replay the whole log into it (after a truncation)."""
+    table.clear()
+    offset = log_.log_start_offset
+    end = log_.log_end_offset
+    while offset < end:
+        data = log_.read(offset, chunk_bytes).records
+        last = None
+        try:
+            for pos, header in iter_headers(data, verify_crc=False):
+                last = header
+                replay(table, data, pos, header)
+        except CorruptRecordError:
+            pass     # a partial trailing batch ends this chunk
+        if last is None:
+            break
+        offset = last.next_offset
+
+
+def next_offset_after(records) -> int | None:
+    """The offset after the last whole batch in ``records`` (None: no batch)."""
+    n = len(records)
+    pos = 0
+    last = None
+    while n - pos >= LAST_OFFSET_DELTA_POS + I32.size:
+        size = LOG_OVERHEAD + I32.unpack_from(records, pos + LENGTH_POS)[0]
+        if pos + size > n:
+            break
+        last = pos
+        pos += size
+    if last is None:
+        return None
+    return (I64.unpack_from(records, last)[0]
+            + I32.unpack_from(records, last + LAST_OFFSET_DELTA_POS)[0] + 1)
+
+
+def aborted_in_range(log_, fetch_offset: int, records) -> list[tuple[int, int]]:
+    """``(producer_id, first_offset)`` of the aborted transactions a read_committed fetch of
+    ``records`` from ``fetch_offset`` overlaps (Kafka's addAbortedTransactions: up to the
+    offset after the last fetched batch); empty when nothing was read."""
+    upper = next_offset_after(records)
+    if upper is None:
+        return []
+    return [(a.producer_id, a.first_offset)
+            for a in _collect_aborted(log_, fetch_offset, upper)]
