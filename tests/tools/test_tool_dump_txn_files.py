@@ -1,0 +1,94 @@
+"""Kafka 2.8.2's kafka-dump-log (DumpLogSegments) reads kafkalite's ``.txnindex`` and ``.snapshot``
+files: Kafka's own readers (TransactionIndex, ProducerStateManager.readSnapshot) are the judge of
+the formats, byte for byte. The files are written by kafkalite's Log as a partition writes them
+(aborted transactions indexed through rolls, snapshots at a roll and at close)."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from kafka_tool_checks import tool
+
+from kafkalite.config import TopicConfig
+from kafkalite.log import Log
+from kafkalite.log.producer_snapshot import ProducerSnapshotEntry
+from kafkalite.log.txn_index import AbortedTxn
+from kafkalite.record.batch import build_batch
+
+TS = 1_600_000_000_000
+
+
+def _data(pid: int, n: int = 3) -> bytes:
+    return build_batch([(TS, b"k", b"v", None)] * n, producer_id=pid, producer_epoch=2,
+                       base_sequence=0, transactional=True)
+
+
+def _abort(pid: int) -> bytes:
+    record = (TS, struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 7), None)
+    return build_batch([record], producer_id=pid, producer_epoch=2, transactional=True,
+                       control=True)
+
+
+def test_dump_log_reads_kafkalites_txn_index(tmp_path):
+    log = Log(str(tmp_path / "t-0"), TopicConfig(file_delete_delay_ms=0))
+    log.append(_data(1000))                 # 0-2
+    log.append(_data(2000))                 # 3-5
+    log.append(_abort(1000))                # 6: pid 2000 still open, LSO 3
+    log.append_aborted_txn(AbortedTxn(1000, 0, 6, 3))
+    log.append(_abort(2000))                # 7
+    log.append_aborted_txn(AbortedTxn(2000, 3, 7, 8))
+    log.roll()
+    log.append(_data(2**40 + 5))            # 8-10
+    log.append(_abort(2**40 + 5))           # 11
+    log.append_aborted_txn(AbortedTxn(2**40 + 5, 8, 11, 12))
+    log.close()
+    first = os.path.join(log.dir, f"{0:020d}.txnindex")
+    second = os.path.join(log.dir, f"{8:020d}.txnindex")
+    out = tool("kafka-dump-log", "--files", f"{first},{second}").stdout
+    lines = [line for line in out.splitlines() if line.startswith("version:")]
+    assert lines == [
+        "version: 0 producerId: 1000 firstOffset: 0 lastOffset: 6 lastStableOffset: 3",
+        "version: 0 producerId: 2000 firstOffset: 3 lastOffset: 7 lastStableOffset: 8",
+        f"version: 0 producerId: {2**40 + 5} firstOffset: 8 lastOffset: 11 "
+        "lastStableOffset: 12",
+    ], out
+    assert f"Dumping {first}" in out and f"Dumping {second}" in out
+
+
+def test_dump_log_reads_kafkalites_producer_snapshots(tmp_path):
+    entries = [
+        ProducerSnapshotEntry(producer_id=1000, producer_epoch=2, last_sequence=9,
+                              last_offset=42, offset_delta=4, timestamp=TS + 1,
+                              coordinator_epoch=7, current_txn_first_offset=38),
+        ProducerSnapshotEntry(producer_id=3000, producer_epoch=0, last_sequence=-1,
+                              last_offset=-1, offset_delta=0, timestamp=TS + 2,
+                              coordinator_epoch=3, current_txn_first_offset=-1),
+    ]
+    log = Log(str(tmp_path / "t-0"), TopicConfig(file_delete_delay_ms=0))
+    log.producer_state_source = lambda: entries
+    log.append(build_batch([(TS, None, b"v", None)] * 43))   # 0-42
+    log.close()                                               # the snapshot at the end
+    path = os.path.join(log.dir, f"{43:020d}.snapshot")
+    out = tool("kafka-dump-log", "--files", path).stdout
+    lines = [line.strip() for line in out.splitlines() if line.startswith("producerId:")]
+    assert lines == [
+        "producerId: 1000 producerEpoch: 2 coordinatorEpoch: 7 currentTxnFirstOffset: Some(38) "
+        f"firstSequence: 5 lastSequence: 9 lastOffset: 42 offsetDelta: 4 timestamp: {TS + 1}",
+        "producerId: 3000 producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: None",
+    ], out
+
+
+def test_dump_log_sees_a_damaged_snapshot_as_corrupt(tmp_path):
+    """The CRC is Kafka's: a flipped byte in an entry is refused by Kafka's reader too."""
+    log = Log(str(tmp_path / "t-0"), TopicConfig(file_delete_delay_ms=0))
+    log.take_producer_snapshot([ProducerSnapshotEntry(1, 0, 0, 0, 0, TS, -1, -1)], offset=5)
+    path = os.path.join(log.dir, f"{5:020d}.snapshot")
+    with open(path, "r+b") as f:
+        f.seek(20)
+        byte = f.read(1)
+        f.seek(20)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    proc = tool("kafka-dump-log", "--files", path)
+    assert "producerId:" not in proc.stdout
+    assert "CRC is no longer valid" in proc.stderr, proc.stderr
