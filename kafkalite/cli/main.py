@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "reassign": "reassign",
     "leader-election": "leader_election",
     "log-dirs": "log_dirs",
+    "transactions": "transactions",
     "pipeline": "pipeline",
     "console": "console",
     "tour": "tour",
