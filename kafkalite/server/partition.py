@@ -89,6 +89,7 @@ class Partition:
         self.topic = topic
         self.partition = partition
         self.broker_id = broker_id
+        self.producer_states = ProducerStateTable(f"{topic}-{partition}")
         self.log = log
         self._clock_ms = clock_ms
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -103,7 +104,18 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         # (epoch, start offset) pairs, as Kafka's leader-epoch-checkpoint, newest last
         self.epoch_starts: list[tuple[int, int]] = []
-        self.producer_states = ProducerStateTable(f"{topic}-{partition}")
+
+    @property
+    def log(self):
+        return self._log
+
+    @log.setter
+    def log(self, log_) -> None:
+        """The partition's log (a move between data dirs swaps it), which takes a snapshot of
+        the producer state when it rolls a segment or closes (Kafka's takeSnapshot)."""
+        self._log = log_
+        log_.producer_state_source = lambda: producer_txns.snapshot_entries(
+            self.producer_states)
 
     @property
     def tp(self) -> tuple[str, int]:

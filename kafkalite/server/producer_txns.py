@@ -19,11 +19,12 @@ from kafkalite.record.control import parse_control_record
 from kafkalite.record.header import (ATTRIBUTES_POS, CONTROL_BIT, I16, I32, I64, LENGTH_POS,
                                      LAST_OFFSET_DELTA_POS, LOG_OVERHEAD, PRODUCER_ID_POS,
                                      iter_headers)
-from kafkalite.server.producer_state import (CLIENT, REPLICATION, Analysis, BatchInfo,
+from kafkalite.server.producer_state import (CLIENT, INT32_MAX, REPLICATION, Analysis,
+                                             BatchInfo, CachedBatch, ProducerEntry,
                                              ProducerStateTable, analyze, is_control)
 
 __all__ = ["plain_batch", "batch_infos", "analyze", "apply", "replay", "rebuild",
-           "aborted_in_range", "next_offset_after"]
+           "aborted_in_range", "next_offset_after", "snapshot_entries", "load_snapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,51 @@ def replay(table: ProducerStateTable, data, pos: int, header) -> None:
         table.complete(completed)
 
 
-def rebuild(table: ProducerStateTable, log_, chunk_bytes: int = 4 * 1024 * 1024) -> None:
-    """Empty ``table`` and replay the whole log into it (after a truncation)."""
+def snapshot_entries(table: ProducerStateTable) -> list:
+    """The table as ``.snapshot`` entries (Kafka's writeSnapshot: per producer its last batch
+    only, -1 for no ongoing transaction)."""
+    from kafkalite.log.producer_snapshot import ProducerSnapshotEntry
+    return [ProducerSnapshotEntry(
+        producer_id, entry.epoch, entry.last_sequence, entry.last_data_offset,
+        entry.last_offset_delta, entry.last_timestamp, entry.coordinator_epoch,
+        -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset)
+        for producer_id, entry in table.producers.items()]
+
+
+def _decrement_sequence(sequence: int, by: int) -> int:
+    if sequence < by:
+        return INT32_MAX - (by - sequence) + 1
+    return sequence - by
+
+
+def load_snapshot(table: ProducerStateTable, entries) -> None:
+    """Snapshot entries into ``table`` (Kafka's readSnapshot + loadProducerEntry)."""
+    for s in entries:
+        entry = ProducerEntry(s.producer_epoch, coordinator_epoch=s.coordinator_epoch,
+                              last_timestamp=s.timestamp,
+                              current_txn_first_offset=(s.current_txn_first_offset
+                                                        if s.current_txn_first_offset >= 0
+                                                        else None))
+        if s.last_offset >= 0:
+            entry.batches.append(CachedBatch(
+                _decrement_sequence(s.last_sequence, s.offset_delta), s.last_sequence,
+                s.last_offset - s.offset_delta, s.last_offset, s.timestamp))
+        table.load_entry(s.producer_id, entry)
+
+
+def rebuild(table: ProducerStateTable, log_, chunk_bytes: int = 4 * 1024 * 1024) -> int:
+    """Empty ``table`` and rebuild it (a new replica, recovery, truncation): from the newest
+    producer snapshot at or below the log end, then the batches after it (Kafka's
+    rebuildProducerState); from the log start without one. Returns where the replay began."""
     table.clear()
     offset = log_.log_start_offset
     end = log_.log_end_offset
+    latest = getattr(log_, "latest_producer_snapshot", None)
+    found = latest(end) if latest is not None else None
+    if found is not None:
+        load_snapshot(table, found[1])
+        offset = max(offset, found[0])
+    began = offset
     while offset < end:
         data = log_.read(offset, chunk_bytes).records
         last = None
@@ -142,6 +183,7 @@ def rebuild(table: ProducerStateTable, log_, chunk_bytes: int = 4 * 1024 * 1024)
         if last is None:
             break
         offset = last.next_offset
+    return began
 
 
 def next_offset_after(records) -> int | None:

@@ -31,6 +31,7 @@ from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch
 from kafkalite.server.leader_and_isr_checks import ignored_state
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.server.producer_state import CLIENT
+from kafkalite.server import producer_txns
 from kafkalite.server.producer_txns import aborted_in_range
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
@@ -233,8 +234,9 @@ class ReplicaManager:
                             self.replica_lag_time_max_ms)
         created.high_watermark = min(self.log_manager.high_watermark_checkpoint(topic, partition),
                                      log_.log_end_offset)
-        created.epoch_starts = epoch_starts_from_log(log_,
-                                                     producer_states=created.producer_states)
+        created.epoch_starts = epoch_starts_from_log(log_)
+        # from the newest producer snapshot on (Kafka's loadProducerState)
+        producer_txns.rebuild(created.producer_states, log_)
         self.partitions[(topic, partition)] = created
         return created
 

@@ -254,3 +254,36 @@ def test_write_txn_markers_completes_transactional_offsets(tmp_path):
         broker, ctx, _markers_request(topics=(("__consumer_offsets", [3]),))))
     assert _codes(response) == {(7, "__consumer_offsets", 3): 0}
     assert groups.completed == [(7, {3}, True)]
+
+
+# --- producer snapshots ------------------------------------------------------------------------
+
+def test_the_state_survives_a_restart_through_the_snapshot(tmp_path):
+    t = Txns(tmp_path)
+    t.produce(_txn(7, 0))                                     # 0-1 open
+    t.produce(_txn(8, 0))                                     # 2-3
+    t.marker(8, commit=True, coordinator_epoch=6)             # 4
+    t.partition.log.roll()                                    # snapshot at 5
+    assert t.partition.log.latest_producer_snapshot()[0] == 5
+    t.produce(_txn(8, 2))                                     # 5-6 open again
+    before = {pid: (e.epoch, e.last_sequence, e.coordinator_epoch, e.current_txn_first_offset)
+              for pid, e in t.partition.producer_states.producers.items()}
+    t.h.manager.stop()
+    t.h.logs.stopService()                                    # clean shutdown: snapshot at 7
+    again = Txns(tmp_path)
+    table = again.partition.producer_states
+    assert {pid: (e.epoch, e.last_sequence, e.coordinator_epoch, e.current_txn_first_offset)
+            for pid, e in table.producers.items()} == before
+    assert table.ongoing == {0: 7, 5: 8}
+    assert again.produce(_txn(8, 4)).error_code == 0          # sequences go on
+    assert again.produce(_txn(7, 5)).error_code == errors.OutOfOrderSequenceNumberError.code
+
+
+def test_rebuild_starts_at_the_latest_snapshot(tmp_path):
+    t = Txns(tmp_path)
+    t.produce(_txn(7, 0))
+    t.partition.log.roll()
+    t.produce(_txn(8, 0))
+    table = ProducerStateTable()
+    assert rebuild(table, t.partition.log) == 2
+    assert table.ongoing == t.partition.producer_states.ongoing == {0: 7, 2: 8}
