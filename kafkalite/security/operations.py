@@ -62,6 +62,8 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     # inter-broker API before KIP-320), else Describe on each topic
     23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER), Check(Op.DESCRIBE, Res.TOPIC)),
     27: _CLUSTER_ACTION,                                                                  # WriteTxnMarkers
+    28: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.READ, Res.GROUP),              # TxnOffsetCommit
+         Check(Op.READ, Res.TOPIC)),
     29: (Check(Op.DESCRIBE, Res.CLUSTER),),                                              # DescribeAcls
     30: (Check(Op.ALTER, Res.CLUSTER),),                                                 # CreateAcls
     31: (Check(Op.ALTER, Res.CLUSTER),),                                                 # DeleteAcls

@@ -51,6 +51,7 @@ from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
 from kafkalite.server import quota_apis
 from kafkalite.server import txn_marker_apis
+from kafkalite.server import txn_offset_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
                               group_apis, group_offset_apis, metadata_apis, offset_apis,
                               producer_id_apis, topic_apis)
@@ -304,6 +305,8 @@ def _txn_rows():
     return [
         ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, txn_marker_apis.handle_write_txn_markers,
                 txn_convert.WRITE_TXN_MARKERS),
+        ApiSpec(ApiKey.TXN_OFFSET_COMMIT, 3, txn_offset_apis.handle_txn_offset_commit,
+                txn_convert.TXN_OFFSET_COMMIT),
     ]
 
 

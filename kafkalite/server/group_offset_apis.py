@@ -87,7 +87,8 @@ def _fetched(partition: int, found) -> m.OffsetFetchPartitionResponse:
 
 def handle_offset_fetch(broker, ctx, request: m.OffsetFetchRequest):
     """A coordinator error answers as the request's error response (Kafka's getErrorResponse:
-    the Kafka converter keeps per-partition errors only for v1, as Kafka does)."""
+    the Kafka converter keeps per-partition errors only for v1, as Kafka does). v7's
+    ``require_stable`` goes to the coordinator: UNSTABLE_OFFSET_COMMIT per partition."""
     authz = ctx.authz
     if not authz.may(ApiKey.OFFSET_FETCH, ResourceType.GROUP, request.group_id):
         return request.error_response(GROUP_DENIED)
@@ -105,7 +106,8 @@ def handle_offset_fetch(broker, ctx, request: m.OffsetFetchRequest):
             return m.OffsetFetchResponse(topics=[
                 m.OffsetFetchTopicResponse(topic, partitions)
                 for topic, partitions in _by_topic(shown, _fetched)])
-        return then(coordinator.fetch_offsets, request.group_id, None, convert=answer_all)
+        return then(coordinator.fetch_offsets, request.group_id, None, request.require_stable,
+                    convert=answer_all)
 
     partitions = [(t.topic, p) for t in request.topics for p in t.partitions]
     visible, _ = authz.split(ApiKey.OFFSET_FETCH, ResourceType.TOPIC, {t for t, _ in partitions})
@@ -121,7 +123,8 @@ def handle_offset_fetch(broker, ctx, request: m.OffsetFetchRequest):
         return m.OffsetFetchResponse(topics=[
             m.OffsetFetchTopicResponse(topic, partitions)
             for topic, partitions in _by_topic(entries, lambda _partition, entry: entry)])
-    return then(coordinator.fetch_offsets, request.group_id, wanted, convert=answer)
+    return then(coordinator.fetch_offsets, request.group_id, wanted, request.require_stable,
+                convert=answer)
 
 
 def handle_offset_delete(broker, ctx, request: m.OffsetDeleteRequest):

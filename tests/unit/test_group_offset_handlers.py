@@ -68,7 +68,7 @@ def test_offset_fetch_of_named_partitions(broker, standin):
                                                      "topics": [
         {"name": "t", "partition_indexes": [0, 1]}, {"name": "secret",
                                                      "partition_indexes": [0]}]})
-    assert standin.calls == [("fetch_offsets", ("g", [("t", 0), ("t", 1)]))]
+    assert standin.calls == [("fetch_offsets", ("g", [("t", 0), ("t", 1)], False))]
     assert {(x.name, p.partition_index): (p.committed_offset, p.error_code)
             for x in answer.topics for p in x.partitions} == {
         ("t", 0): (5, 0), ("t", 1): (-1, 0), ("secret", 0): (-1, TOPIC_DENIED)}
@@ -84,7 +84,7 @@ def test_offset_fetch_of_named_partitions(broker, standin):
 def test_offset_fetch_of_every_partition_leaves_out_refused_topics(broker, standin):
     _fetch_answer(standin)
     answer = kafka(broker, ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "topics": None})
-    assert standin.calls == [("fetch_offsets", ("g", None))]
+    assert standin.calls == [("fetch_offsets", ("g", None, False))]
     assert [(x.name, [p.partition_index for p in x.partitions]) for x in answer.topics] == [
         ("t", [0, 1])]
     response = native(broker, m.OffsetFetchRequest(group_id="g"))
@@ -140,3 +140,19 @@ def test_offset_delete_of_a_refused_or_unknown_group_answers_the_group_error(bro
     response = native(broker, m.OffsetDeleteRequest(group_id="g", topics=[
         m.OffsetDeleteTopic("t", [0])]))
     assert (response.error_code, response.topics) == (69, [])
+
+
+def test_offset_fetch_v7_passes_require_stable_and_answers_unstable_per_partition(broker,
+                                                                                 standin):
+    standin.answers["fetch_offsets"] = (0, {("t", 0): t.FetchedOffset(
+        -1, -1, "", errors.UnstableOffsetCommitError.code)})
+    answer = kafka(broker, ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "require_stable": True,
+                                                     "topics": [{"name": "t",
+                                                                 "partition_indexes": [0]}]})
+    assert standin.calls == [("fetch_offsets", ("g", [("t", 0)], True))]
+    assert answer.error_code == 0
+    assert [(p.committed_offset, p.error_code) for p in answer.topics[0].partitions] == [
+        (-1, errors.UnstableOffsetCommitError.code)]
+    kafka(broker, ApiKey.OFFSET_FETCH, 6, {"group_id": "g", "topics": [
+        {"name": "t", "partition_indexes": [0]}]})
+    assert standin.calls[-1] == ("fetch_offsets", ("g", [("t", 0)], False))   # v6: no field
