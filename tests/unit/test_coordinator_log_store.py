@@ -19,7 +19,7 @@ from kafkalite.coordinator.types import (OFFSETS_TOPIC, GroupSnapshot, MemberSna
                                          OffsetAndMetadata)
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
-from kafkalite.record import build_batch, iter_records
+from kafkalite.record import build_batch, iter_batches, iter_records
 from kafkalite.record import header as hdr
 from kafkalite.server.broker import BrokerService
 from kafkalite.server.data_values import FetchParams, PartitionData
@@ -515,3 +515,32 @@ def test_an_append_tells_where_its_batch_went(tmp_path):
     broker.become(leader=2, replicas=(1, 2), epoch=1)
     refused = now(broker.store.append(0, [offset_record("g", "t", 1, OAM)]))
     assert (refused, refused.base_offset) == (errors.NotCoordinatorError.code, -1)
+
+
+def test_transactional_appends_carry_the_producer_and_end_with_the_marker(tmp_path):
+    """TxnOffsetCommit's batches: transactional, the producer's id and epoch, no sequence to
+    check (two batches of one transaction both go in, as Kafka's AppendOrigin.Coordinator);
+    the load counts them once the coordinator's COMMIT marker is in the log."""
+    from kafkalite.record.control import build_control_batch
+    broker = Broker(tmp_path)
+    broker.become()
+    first = OAM._replace(offset=11)
+    second = OAM._replace(offset=12)
+    for record in (offset_record("g", "t", 0, first), offset_record("g", "t", 1, second)):
+        code = now(broker.store.append(0, [record], producer_id=77, producer_epoch=2,
+                                       transactional=True))
+        assert code == 0
+    headers = [h for h, _ in iter_batches(broker.log().read(0, 1 << 20).records)]
+    assert [(h.producer_id, h.producer_epoch, bool(h.attributes & hdr.TRANSACTIONAL_BIT))
+            for h in headers] == [(77, 2, True), (77, 2, True)]
+    _, offsets, positions, pending = pump(broker.reactor, broker.store.load(0))[0]
+    assert offsets == {} and pending == {77: {("g", "t", 0): (0, first),
+                                              ("g", "t", 1): (1, second)}}
+    marker = build_control_batch(77, 2, True, 5, broker.clock_ms())
+    result = now(defer.maybeDeferred(
+        broker.replica_manager.append_records, 1000, -1, True,
+        {(OFFSETS_TOPIC, 0): marker}, origin="coordinator"))
+    assert result[(OFFSETS_TOPIC, 0)].error_code == 0
+    _, offsets, positions, pending = pump(broker.reactor, broker.store.load(0))[0]
+    assert offsets == {("g", "t", 0): first, ("g", "t", 1): second} and pending == {}
+    assert positions == {("g", "t", 0): 0, ("g", "t", 1): 1}
