@@ -4,9 +4,9 @@ Each authorizes per resource as Kafka 2.8's KafkaApis does, hands the allowed pa
 ReplicaManager as plain values (``server.data_values``) and builds the model response from its
 per-partition results, the refused partitions after the served ones (Kafka's order):
 
-* Produce: a transactional id needs Write on it (else every partition answers
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs Write (else its partitions answer
-  TOPIC_AUTHORIZATION_FAILED).
+* Produce: a transactional id needs Write on it, and transactional batches need a transactional
+  id (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs
+  Write (else its partitions answer TOPIC_AUTHORIZATION_FAILED).
 * Fetch: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer Read on each
   topic; what is refused answers TOPIC_AUTHORIZATION_FAILED per partition.
 
@@ -20,6 +20,7 @@ from twisted.internet import defer
 from kafkalite import errors
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.record.header import ATTRIBUTES_POS, I16, TRANSACTIONAL_BIT
 from kafkalite.security.acl import ResourceType
 from kafkalite.security.operations import CONSUMER, FOLLOWER
 from kafkalite.server.data_values import FetchParams, PartitionData
@@ -41,6 +42,11 @@ def _then(result, convert):
 
 def handle_produce(broker, ctx, request: m.ProduceRequest):
     authz = ctx.authz
+    if request.transactional_id is None and _has_transactional_records(request.topic_data):
+        # Kafka's handleProduceRequest: transactional records need a transactional id
+        return request.error_response(
+            errors.TransactionalIdAuthorizationFailedError.code,
+            "transactional records without a transactional id")
     if request.transactional_id is not None and not authz.may(
             ApiKey.PRODUCE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return request.error_response(
@@ -62,6 +68,17 @@ def handle_produce(broker, ctx, request: m.ProduceRequest):
     if not request.expects_response():
         return None                       # acks=0: nobody reads an answer
     return _then(results, lambda answered: _produce_response(answered, denied))
+
+
+def _has_transactional_records(topic_data: dict) -> bool:
+    """Whether a partition's (first) batch is transactional (Kafka's
+    RequestUtils.hasTransactionalRecords)."""
+    for partitions in topic_data.values():
+        for records in partitions.values():
+            if (records is not None and len(records) > ATTRIBUTES_POS + 1
+                    and I16.unpack_from(records, ATTRIBUTES_POS)[0] & TRANSACTIONAL_BIT):
+                return True
+    return False
 
 
 def _produce_response(results: dict, denied: dict) -> m.ProduceResponse:

@@ -287,3 +287,17 @@ def test_rebuild_starts_at_the_latest_snapshot(tmp_path):
     table = ProducerStateTable()
     assert rebuild(table, t.partition.log) == 2
     assert table.ongoing == t.partition.producer_states.ongoing == {0: 7, 2: 8}
+
+
+def test_transactional_records_need_a_transactional_id(tmp_path):
+    from kafkalite.server.data_apis import handle_produce
+    t = Txns(tmp_path)
+    ctx = SimpleNamespace(authz=RequestAuthz(ClusterAuthorizer(False), "User:p", "h"))
+    broker = SimpleNamespace(replica_manager=t.h.manager)
+    refused = handle_produce(broker, ctx, m.ProduceRequest(
+        acks=1, topic_data={"t": {0: _txn(7, 0)}}))
+    assert refused.responses["t"][0].error_code == \
+        errors.TransactionalIdAuthorizationFailedError.code
+    served = _resolved(handle_produce(broker, ctx, m.ProduceRequest(
+        acks=1, transactional_id="tx", topic_data={"t": {0: _txn(7, 0)}})))
+    assert served.responses["t"][0].error_code == 0
