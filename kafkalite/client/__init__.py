@@ -13,6 +13,7 @@ from kafkalite.client.producer import Producer
 from kafkalite.client.structs import (
     BrokerMetadata,
     ClusterDescription,
+    ConsumerGroupMetadata,
     ConsumerRecord,
     NewPartitions,
     NewTopic,
@@ -28,5 +29,5 @@ __all__ = [
     "Producer", "Consumer", "AdminClient", "TopicPartition", "ConsumerRecord", "RecordMetadata",
     "OffsetAndMetadata", "NewTopic", "NewPartitions", "OffsetAndTimestamp", "FutureRecordMetadata",
     "BrokerMetadata", "ClusterDescription", "TopicDescription", "PartitionDescription",
-    "BrokerConnection", "ClusterMetadata", "StaticBootstrap",
+    "BrokerConnection", "ClusterMetadata", "StaticBootstrap", "ConsumerGroupMetadata",
 ]

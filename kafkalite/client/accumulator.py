@@ -327,8 +327,9 @@ class RecordAccumulator:
         return len(self._incomplete)
 
     def drain(self, now: float, leader_for: Callable, can_send: Callable[[int], bool],
-              in_flight: set, max_request_size: int):
-        """Take the sendable units, grouped by leader.
+              in_flight: set, max_request_size: int, allowed: set | None = None):
+        """Take the sendable units, grouped by leader (with ``allowed``, only of those
+        partitions: a transaction's batches wait until their partition is in the transaction).
 
         Returns ``(units_by_node, next_check, unknown_leaders)``: ``next_check`` is the delay in
         seconds until another batch becomes sendable (None: nothing waits on time), and
@@ -342,7 +343,7 @@ class RecordAccumulator:
         with self._lock:
             force = self._flushing > 0 or self._closing
             for tp, q in self._queues.items():
-                if tp in in_flight or q.empty():
+                if tp in in_flight or q.empty() or (allowed is not None and tp not in allowed):
                     continue
                 if q.retry:
                     unit = q.retry[0]

@@ -32,6 +32,12 @@ memory.
 Auto-commit (every ``auto_commit_interval_ms``, at close, and before partitions are revoked)
 only runs with a ``group_id``.
 
+Transactions: ``isolation_level="read_committed"`` reads only committed transactions' records
+(Fetch and ListOffsets at isolation level 1: up to the last stable offset, aborted transactions'
+records dropped as Kafka's Java consumer drops them); "read_uncommitted" (the default) reads
+every record. Transaction markers are never returned. ``group_metadata()`` is what a
+transactional producer's ``send_offsets_to_transaction`` takes.
+
 Deserializers are applied to non-None keys and values only. ``_clock``/``_sleep`` (monotonic
 seconds) time backoffs, deadlines and auto-commits; tests may override them in a subclass.
 """
@@ -51,6 +57,7 @@ from kafkalite.client.coordinator_factory import consumer_group_options, make_co
 from kafkalite.client.fetcher import Fetcher, FetchSettings
 from kafkalite.client.offsets_lookup import OffsetsLookup
 from kafkalite.client.structs import (
+    ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -58,7 +65,12 @@ from kafkalite.client.structs import (
 )
 from kafkalite.client.subscription_state import SubscriptionState
 from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
-from kafkalite.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkalite.protocol.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
 from kafkalite.security.settings import ClientSecurity
 from kafkalite.topics import validate_topic_name
 
@@ -67,6 +79,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Consumer"]
 
 _RESET_POLICIES = ("earliest", "latest", "none")
+_ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 
 
 class Consumer:
@@ -90,7 +103,8 @@ class Consumer:
                  session_timeout_ms: int | None = None, heartbeat_interval_ms: int = 3000,
                  max_poll_interval_ms: int = 300000, group_instance_id: str | None = None,
                  rebalance_max_retries: int = 4, rebalance_backoff_ms: int = 2000,
-                 rebalance_debounce_ms: int = 300, **security_options):
+                 rebalance_debounce_ms: int = 300, isolation_level: str = "read_uncommitted",
+                 **security_options):
         if auto_offset_reset == "smallest":
             auto_offset_reset = "earliest"
         elif auto_offset_reset == "largest":
@@ -98,6 +112,10 @@ class Consumer:
         if auto_offset_reset not in _RESET_POLICIES:
             raise errors.ConfigError(f"auto_offset_reset must be one of {_RESET_POLICIES}, got "
                                      f"{auto_offset_reset!r}")
+        if isolation_level not in _ISOLATION_LEVELS:
+            raise errors.ConfigError(f"isolation_level must be one of "
+                                     f"{tuple(_ISOLATION_LEVELS)}, got {isolation_level!r}")
+        isolation = _ISOLATION_LEVELS[isolation_level]
         if max_poll_records < 1:
             raise errors.ConfigError("max_poll_records must be >= 1")
         if request_timeout_ms <= fetch_max_wait_ms:
@@ -113,7 +131,7 @@ class Consumer:
             consumer_timeout_ms=consumer_timeout_ms,
             partition_assignment_strategy=partition_assignment_strategy,
             metadata_max_age_ms=metadata_max_age_ms, check_crcs=check_crcs,
-            default_api_timeout_ms=default_api_timeout_ms)
+            default_api_timeout_ms=default_api_timeout_ms, isolation_level=isolation_level)
         self._auto_commit = bool(enable_auto_commit and group_id is not None)
         self._auto_commit_interval = auto_commit_interval_ms / 1000
         self._max_poll_records = max_poll_records
@@ -151,11 +169,11 @@ class Consumer:
         self._subscriptions = SubscriptionState(clock)
         # ListOffsets on a pool of its own: never behind a long poll
         self._offsets = OffsetsLookup(self._cluster, self._cluster.pool(), self._retry_backoff,
-                                      clock, sleep)
+                                      clock, sleep, isolation)
         self._fetcher = Fetcher(self._cluster, self._subscriptions, self._offsets, FetchSettings(
             fetch_min_bytes, fetch_max_wait_ms, fetch_max_bytes, max_partition_fetch_bytes,
             check_crcs, key_deserializer, value_deserializer, retry_backoff_ms,
-            auto_offset_reset), clock, sleep)
+            auto_offset_reset, isolation), clock, sleep)
         self._subscriptions.on_assignment_change = self._fetcher.retain
         self._metadata_backoff_until = 0.0
         self._iterator = None
@@ -322,7 +340,8 @@ class Consumer:
         return {tp: off for tp, (off, _ts) in found.items()}
 
     def end_offsets(self, partitions: Iterable, timeout_ms: int | None = None) -> dict:
-        """``{tp: high watermark}`` (the offset the next visible record will get)."""
+        """``{tp: high watermark}`` (the offset the next visible record will get; the last
+        stable offset with read_committed)."""
         timeout = None if timeout_ms is None else timeout_ms / 1000
         found = self._list_offsets({tp: LATEST_TIMESTAMP for tp in partitions}, timeout)
         return {tp: off for tp, (off, _ts) in found.items()}
@@ -381,6 +400,21 @@ class Consumer:
             except KafkaError as exc:
                 log.warning("auto-commit failed: %s", exc)
                 self._next_auto_commit = now + self._auto_commit_interval
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The consumer's group, generation and member id, for a transactional producer's
+        ``send_offsets_to_transaction`` (Java's ``groupMetadata()``). InvalidGroupIdError
+        without a ``group_id``."""
+        coordinator = self._coordinator
+        group_id = self.config["group_id"]
+        if group_id is None:
+            raise errors.InvalidGroupIdError("group_metadata() needs a consumer with a group_id")
+        lock = getattr(coordinator, "_cv", None)
+        if lock is None:
+            return ConsumerGroupMetadata(group_id)
+        with lock:
+            return ConsumerGroupMetadata(group_id, coordinator.generation_id,
+                                         coordinator.member_id, coordinator.group_instance_id)
 
     # --- metadata ---------------------------------------------------------------------------
     def topics(self) -> set[str]:

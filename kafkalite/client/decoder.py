@@ -8,6 +8,14 @@ remaining batch's CRC, has aiokafka's compiled codec parse its Kafka v2 records 
 drops the records below the position, and builds the tuples with C-level ``map``/``zip`` passes
 -- no per-record Python code unless deserializers are set.
 
+read_committed (``aborted_transactions`` given: the fetch response's list of (producer id, first
+offset) of the aborted transactions the fetched range overlaps) also drops the batches of aborted
+transactions exactly as Kafka's Java ``Fetcher`` does: walking the batches in order, every
+aborted transaction that starts at or before a batch's last offset puts its producer in the
+aborted set (a queue sorted by first offset); a transactional batch of a producer in the set is
+skipped; that producer's ABORT marker takes it out again. This runs over every batch of the
+response, also those before the position, so the set is right when the position is reached.
+
 Errors are the strict reader's: a header that is not a batch's is handed to
 ``kafkalite.record.read_batch``, which raises CorruptRecordError saying what is wrong, and
 ``record.v2`` raises it for a records section that does not parse.
@@ -15,6 +23,7 @@ Errors are the strict reader's: a header that is not a batch's is handed to
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
 from itertools import repeat, tee
 from operator import attrgetter, itemgetter
@@ -35,7 +44,9 @@ from kafkalite.record.header import (
     MAGIC,
     MAGIC_POS,
     TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
 )
+from kafkalite.record.control import ABORT, control_type
 from kafkalite.record.v2 import check_offsets, not_records, open_batch
 
 __all__ = ["DecodedFetch", "decode_records", "scan_batches"]
@@ -91,8 +102,16 @@ def scan_batches(data, position: int) -> tuple[int, int, int]:
 
 
 def decode_records(data, topic: str, partition: int, position: int, check_crcs: bool = True,
-                   key_deserializer=None, value_deserializer=None) -> DecodedFetch:
-    """Every record at or after ``position`` in ``data`` (a fetch response's record bytes)."""
+                   key_deserializer=None, value_deserializer=None,
+                   aborted_transactions=None) -> DecodedFetch:
+    """Every record at or after ``position`` in ``data`` (a fetch response's record bytes),
+    without those of the aborted transactions among ``aborted_transactions`` (read_committed:
+    ``(producer_id, first_offset)`` pairs; see the module doc)."""
+    aborted = None
+    aborted_pids: set = set()
+    if aborted_transactions:
+        aborted = [(t[1], t[0]) for t in aborted_transactions]   # (first offset, producer id)
+        heapq.heapify(aborted)
     view = memoryview(data)
     end = len(view)
     pos = 0
@@ -107,7 +126,7 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
                 read_batch(view, pos)  # raises the precise CorruptRecordError
             break
         (base, length, _epoch, magic, crc, attributes, last_delta, _first_ts, _max_ts,
-         _pid, _pepoch, _seq, count) = _unpack_header(view, pos)
+         pid, _pepoch, _seq, count) = _unpack_header(view, pos)
         size = LOG_OVERHEAD + length
         if magic != MAGIC or length < HEADER_SIZE - LOG_OVERHEAD or last_delta < 0 or count < 0:
             read_batch(view, pos)
@@ -116,6 +135,18 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
             partial = size
             break
         nxt = base + last_delta + 1
+        if aborted is not None and pid >= 0:
+            # Java's Fetcher: the aborted transactions begun by this batch's last offset
+            while aborted and aborted[0][0] < nxt:
+                aborted_pids.add(heapq.heappop(aborted)[1])
+            if attributes & CONTROL_BIT:
+                if pid in aborted_pids and _is_abort_marker(view, pos, size, base, attributes):
+                    aborted_pids.discard(pid)
+            elif attributes & TRANSACTIONAL_BIT and pid in aborted_pids:
+                if nxt > next_offset:     # an aborted transaction's batch: never handed out
+                    next_offset = nxt
+                pos += size
+                continue
         if nxt <= position:               # wholly before the position: skip, undecoded
             pos += size
             continue
@@ -135,6 +166,19 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
     if key_deserializer is not None or value_deserializer is not None:
         out = _deserialize(out, key_deserializer, value_deserializer)
     return DecodedFetch(out, next_offset, partial)
+
+
+def _is_abort_marker(view, pos: int, size: int, base: int, attributes: int) -> bool:
+    """Whether a control batch's (first) record is an ABORT marker (Java's
+    ``containsAbortMarker``)."""
+    try:
+        for record in open_batch(view, pos, size, base, attributes):
+            return control_type(record.key) == ABORT
+    except CorruptRecordError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - aiokafka raises several kinds for bad bytes
+        raise not_records(exc, pos, base) from None
+    return False
 
 
 def _decode_batch(view, pos, size, base, attributes, last_delta, topic, partition, position):

@@ -9,6 +9,10 @@ decoding records; records are decoded only when they are handed out (``decoder.d
 Kafka v2 records parsed in C per batch, tuples built with ``map``/``zip``). At most two
 responses' worth of data per partition is buffered.
 
+``isolation_level="read_committed"`` asks for isolation level 1: the leader answers only up to
+the last stable offset, with the aborted transactions of the range, whose records the decoder
+drops (``decoder.decode_records``); control batches are never handed out either way.
+
 A fetch answered OFFSET_OUT_OF_RANGE resets the partition by ``auto_offset_reset`` ("none":
 OffsetOutOfRangeError naming the partition and the log's range). Retriable errors back the
 partition off for ``retry_backoff_ms`` and ask for fresh metadata.
@@ -34,6 +38,7 @@ from kafkalite.errors import KafkaError
 from kafkalite.protocol.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    READ_UNCOMMITTED,
     FetchPartition,
     FetchRequest,
     FetchTopic,
@@ -50,12 +55,14 @@ class FetchSettings:
     """The consumer options the fetcher obeys (kafka-python's names, in ms and bytes)."""
 
     __slots__ = ("min_bytes", "max_wait_ms", "max_bytes", "max_partition_bytes", "check_crcs",
-                 "key_deserializer", "value_deserializer", "retry_backoff", "auto_offset_reset")
+                 "key_deserializer", "value_deserializer", "retry_backoff", "auto_offset_reset",
+                 "isolation_level")
 
     def __init__(self, fetch_min_bytes: int = 1, fetch_max_wait_ms: int = 500,
                  fetch_max_bytes: int = 52428800, max_partition_fetch_bytes: int = 1048576,
                  check_crcs: bool = True, key_deserializer=None, value_deserializer=None,
-                 retry_backoff_ms: int = 100, auto_offset_reset: str = "latest"):
+                 retry_backoff_ms: int = 100, auto_offset_reset: str = "latest",
+                 isolation_level: int = READ_UNCOMMITTED):
         self.min_bytes = fetch_min_bytes
         self.max_wait_ms = fetch_max_wait_ms
         self.max_bytes = fetch_max_bytes
@@ -65,15 +72,18 @@ class FetchSettings:
         self.value_deserializer = value_deserializer
         self.retry_backoff = retry_backoff_ms / 1000
         self.auto_offset_reset = auto_offset_reset
+        self.isolation_level = isolation_level
 
 
 class CompletedFetch:
     """One partition's data from one fetch response, handed out record by record."""
 
-    __slots__ = ("tp", "data", "fetch_offset", "next_offset", "epoch", "records", "index")
+    __slots__ = ("tp", "data", "fetch_offset", "next_offset", "epoch", "records", "index",
+                 "aborted")
 
-    def __init__(self, tp, data, fetch_offset, next_offset, epoch):
+    def __init__(self, tp, data, fetch_offset, next_offset, epoch, aborted=None):
         self.tp = tp
+        self.aborted = aborted          # read_committed: the response's aborted transactions
         self.data = data
         self.fetch_offset = fetch_offset
         self.next_offset = next_offset
@@ -146,6 +156,7 @@ class Fetcher:
         for node, topics in per_node.items():
             request = FetchRequest(max_wait_ms=settings.max_wait_ms,
                                    min_bytes=settings.min_bytes, max_bytes=max_bytes,
+                                   isolation_level=settings.isolation_level,
                                    topics=[FetchTopic(t, ps) for t, ps in topics.items()])
             try:
                 conn = self.pool.get(node)
@@ -206,6 +217,7 @@ class Fetcher:
                     self._partition_error(ps, code if code is not None else -1, offset)
             return
         completed = self.completed
+        read_committed = self.settings.isolation_level != READ_UNCOMMITTED
         for topic_response in result.responses:
             topic = topic_response.topic
             for pr in topic_response.partitions:
@@ -228,8 +240,9 @@ class Fetcher:
                 if complete:
                     ps.fetch_position = next_offset
                     ps.buffered += 1
-                    completed.append(CompletedFetch(tp, data, fetch_offset, next_offset,
-                                                    ps.epoch))
+                    completed.append(CompletedFetch(
+                        tp, data, fetch_offset, next_offset, ps.epoch,
+                        pr.aborted_transactions if read_committed else None))
                 elif partial:
                     size = ps.fetch_size or self.settings.max_partition_bytes
                     if partial > size:
@@ -341,7 +354,7 @@ class Fetcher:
                 try:
                     decoded = decode_records(cf.data, cf.tp[0], cf.tp[1], ps.position,
                                              settings.check_crcs, settings.key_deserializer,
-                                             settings.value_deserializer)
+                                             settings.value_deserializer, cf.aborted)
                 except Exception:
                     completed.popleft()
                     ps.seek(ps.position)      # refetch (and fail again) unless the app seeks

@@ -46,8 +46,11 @@ class OffsetsLookup:
 
     def __init__(self, cluster, pool, retry_backoff: float,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, isolation_level: int = 0):
         self.cluster = cluster
+        # 1 (read_committed): the latest offset is the last stable offset, as a read_committed
+        # consumer's end_offsets and "latest" resets need
+        self.isolation_level = isolation_level
         self.pool = pool
         self.retry_backoff = retry_backoff
         self.clock = clock
@@ -74,7 +77,8 @@ class OffsetsLookup:
                 ListOffsetsPartition(tp[1], ts, -1))
         found: dict = {}
         for node, topics in by_node.items():
-            request = ListOffsetsRequest(topics=[ListOffsetsTopic(t, ps)
+            request = ListOffsetsRequest(isolation_level=self.isolation_level,
+                                         topics=[ListOffsetsTopic(t, ps)
                                                  for t, ps in topics.items()])
             try:
                 response = self.pool.get(node).request(request)

@@ -25,6 +25,15 @@ Delivery rules (Kafka 2.x semantics unless said otherwise):
   one), keys use murmur2 (``DefaultPartitioner``), exactly as Kafka places them.
 * ``enable_idempotence``: the producer gets a producer id (InitProducerId) and stamps each batch
   with a per-partition sequence number; acks must be "all".
+* ``transactional_id`` (kafka-python's and Java's transactions, KIP-98/KIP-447): idempotence,
+  acks=all and at most 5 requests in flight follow (contrary settings are refused);
+  ``init_transactions()`` once, then ``begin_transaction()``, sends,
+  ``send_offsets_to_transaction()`` and ``commit_transaction()`` or ``abort_transaction()``.
+  A send outside a transaction raises IllegalStateError. PRODUCER_FENCED (another producer
+  took the transactional id) is fatal: every later call raises ProducerFencedError and the
+  producer can only be closed; an abortable error (a failed batch, an unauthorized group) makes
+  ``commit_transaction()`` raise it and leaves ``abort_transaction()`` to be called. The state
+  machine is ``transaction_manager``'s, the requests ``txn_coordinator``'s.
 
 Batching with ``linger_ms=0`` (the default, as Kafka's): a record that finds its partition idle
 goes out at once; records sent while that partition's request is in flight gather in the next
@@ -60,6 +69,10 @@ from kafkalite.errors import (
     MessageTooLargeError,
 )
 from kafkalite.client.sender import Sender
+from kafkalite.client.producer_transactions import TransactionalMethods
+from kafkalite.client.structs import TopicPartition
+from kafkalite.client.transaction_manager import TransactionManager
+from kafkalite.client.txn_coordinator import TxnCoordinatorClient
 from kafkalite.record.compression import compression_id
 from kafkalite.record.header import HEADER_SIZE
 from kafkalite.topics import validate_topic_name
@@ -100,7 +113,7 @@ def _headers_size(headers) -> tuple[tuple, int]:
     return tuple(out), size
 
 
-class Producer:
+class Producer(TransactionalMethods):
     """A thread-safe producer: ``send()`` from any thread; one sender thread does the I/O.
 
     Options follow kafka-python/Kafka; the ones that differ or need a word:
@@ -125,15 +138,28 @@ class Producer:
     _clock = staticmethod(time.monotonic)
 
     def __init__(self, bootstrap_servers="localhost:9092", *, client_id: str | None = None,
-                 acks=1, linger_ms: float = 0, batch_size: int = 65536,
+                 acks=None, linger_ms: float = 0, batch_size: int = 65536,
                  compression_type: str | None = None, retries: int = 2147483647,
                  retry_backoff_ms: int = 100, request_timeout_ms: int = 30000,
                  delivery_timeout_ms: int = 120000, max_block_ms: int = 60000,
                  max_in_flight_requests_per_connection: int = 5,
-                 enable_idempotence: bool = False, key_serializer=None, value_serializer=None,
-                 max_request_size: int = 1048576, buffer_memory: int = 33554432,
-                 metadata_max_age_ms: int = 300000, partitioner=None,
-                 compression_level: int | None = None, **security_options):
+                 enable_idempotence: bool | None = None, key_serializer=None,
+                 value_serializer=None, max_request_size: int = 1048576,
+                 buffer_memory: int = 33554432, metadata_max_age_ms: int = 300000,
+                 partitioner=None, compression_level: int | None = None,
+                 transactional_id: str | None = None, transaction_timeout_ms: int = 60000,
+                 **security_options):
+        if transactional_id is not None:
+            # as kafka-python and Java: transactions imply idempotence, which implies acks=all
+            if enable_idempotence is False:
+                raise errors.ConfigError("transactional_id needs enable_idempotence=True")
+            enable_idempotence = True
+            if max_in_flight_requests_per_connection > 5:
+                raise errors.ConfigError("transactional_id needs "
+                                         "max_in_flight_requests_per_connection <= 5")
+        enable_idempotence = bool(enable_idempotence)
+        if acks is None:
+            acks = -1 if enable_idempotence else 1
         if acks in ("all", "-1"):
             acks = -1
         if acks in ("0", "1"):
@@ -157,7 +183,8 @@ class Producer:
             delivery_timeout_ms=delivery_timeout_ms, max_block_ms=max_block_ms,
             max_in_flight_requests_per_connection=max_in_flight_requests_per_connection,
             enable_idempotence=enable_idempotence, max_request_size=max_request_size,
-            buffer_memory=buffer_memory, metadata_max_age_ms=metadata_max_age_ms)
+            buffer_memory=buffer_memory, metadata_max_age_ms=metadata_max_age_ms,
+            transactional_id=transactional_id, transaction_timeout_ms=transaction_timeout_ms)
         self._codec = compression_id(compression_type)    # UnsupportedCompressionTypeError early
         self._compression_level = compression_level
         self._key_serializer = key_serializer
@@ -181,6 +208,14 @@ class Producer:
         self._available: dict[str, list[int]] = {}
         self._metadata_log = RepeatedFailureLog(log, "producer metadata refresh failed")
         self._cluster.add_listener(self._on_metadata)
+        self._transaction_manager: TransactionManager | None = None
+        self._txn_client: TxnCoordinatorClient | None = None
+        if transactional_id is not None:
+            self._transaction_manager = TransactionManager(transactional_id,
+                                                           transaction_timeout_ms)
+            self._txn_client = TxnCoordinatorClient(
+                self._cluster, self._transaction_manager, request_timeout_ms=request_timeout_ms,
+                retry_backoff_ms=retry_backoff_ms, clock=self._clock)
         coalesce = max(batch_size, min(max_request_size, _MAX_COALESCE))
         self._sender = Sender(self, coalesce, self._sender_died)
         self._accumulator = self._sender.accumulator
@@ -190,7 +225,8 @@ class Producer:
         self._closed = False
         # send()'s fast path: a bytes value, Kafka's partitioner, no serializer, and a record
         # that fits (the size checks of the full path, folded into one bound)
-        self._fast = default and value_serializer is None
+        # (not for a transaction: each send checks the state and notes its partition)
+        self._fast = default and value_serializer is None and transactional_id is None
         self._fast_max_size = min(max_request_size - HEADER_SIZE, buffer_memory)
         self._sender.start()
 
@@ -269,6 +305,9 @@ class Producer:
             if self._sender.failure is not None:
                 raise self._sender.failure
             raise IllegalStateError("cannot send: the producer is closed")
+        tm = self._transaction_manager
+        if tm is not None:
+            tm.fail_if_not_ready_for_send()
         if key is not None:
             if self._key_serializer is not None:
                 key = self._key_serializer(key)
@@ -319,9 +358,13 @@ class Producer:
                     partition = self._sticky.get(topic)
                     if partition is None:
                         partition = self._pick_sticky(topic, parts, False)
+                    if tm is not None:
+                        tm.maybe_add_partition(TopicPartition(topic, partition))
                     got = self._append((topic, partition), record, size, True)
                     if got is None:
                         partition = self._pick_sticky(topic, parts, True)
+                        if tm is not None:
+                            tm.maybe_add_partition(TopicPartition(topic, partition))
                         got = self._append((topic, partition), record, size, False)
                     return FutureRecordMetadata(got[0], got[1], timestamp_ms, key_size,
                                                 value_size)
@@ -337,6 +380,8 @@ class Producer:
                 partition = self._custom_partition(topic, key, parts)
         elif type(partition) is not int or not 0 <= partition < len(parts):
             parts = self._check_partition(topic, partition)
+        if tm is not None:
+            tm.maybe_add_partition(TopicPartition(topic, partition))
         result, index = self._append((topic, partition), record, size, False)
         return FutureRecordMetadata(result, index, timestamp_ms, key_size, value_size)
 
@@ -417,6 +462,8 @@ class Producer:
         if self._sender.is_alive():
             self._sender.force_close()
             self._sender.join(5)
+        if self._txn_client is not None:
+            self._txn_client.close()
         self._cluster.close()
 
     def __enter__(self) -> Producer:

@@ -10,6 +10,15 @@ it through the loop's wakeup pipe.
 
 ``clock`` (the producer's ``_clock``) times linger, retry backoff, delivery timeouts and metadata
 backoff; request deadlines are the connections' own.
+
+A transactional producer (``transaction_manager``) changes four things, as Java's Sender: the
+producer id and epoch are the transaction manager's (no InitProducerId here); a partition's
+batches wait until AddPartitionsToTxn has put the partition in the transaction (sent from this
+thread, ``txn_coordinator.add_partitions_once``); batches carry the transactional bit and the
+Produce request the transactional id; and in an abortable or fatal error state, or while
+aborting, every batch not yet sent fails at once (TransactionAbortedError when aborting without
+an error), while a batch that fails for good puts the transaction in an error state instead of
+resetting the producer id.
 """
 
 from __future__ import annotations
@@ -22,6 +31,12 @@ from kafkalite import errors
 from kafkalite.client.accumulator import ProduceUnit, RecordAccumulator
 from kafkalite.client.failure_log import RepeatedFailureLog
 from kafkalite.client.io_loop import IoLoop
+from kafkalite.client.transaction_manager import (
+    ABORTABLE_ERROR,
+    ABORTING_TRANSACTION,
+    FATAL_ERROR,
+    TransactionAbortedError,
+)
 from kafkalite.errors import KafkaError, KafkaTimeoutError
 from kafkalite.protocol.messages import InitProducerIdRequest, ProduceRequest
 from kafkalite.record.batch import build_batch_columns
@@ -80,6 +95,11 @@ class Sender(threading.Thread):
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict = {}
+        self.tm = producer._transaction_manager           # None unless transactional
+        self.txn = producer._txn_client
+        self.transactional_id = self.tm.transactional_id if self.tm is not None else None
+        self._add_retry_at = 0.0
+        self._sequence_owner = (-1, -1)     # the (producer id, epoch) _sequences belong to
         self.failure: KafkaError | None = None
         self._on_crash = on_crash
         self.metrics = {"records_sent": 0, "requests": 0, "retries": 0, "errors": 0,
@@ -126,7 +146,12 @@ class Sender(threading.Thread):
         # records queued or in flight: only then does the sender need metadata or a producer
         # id (send() waits for a topic's metadata itself), so an idle producer stays quiet
         has_work = self.accumulator.buffered > 0
-        if self.idempotent and self.producer_id < 0 and has_work:
+        tm = self.tm
+        if tm is not None:
+            if has_work:
+                self._transaction_step(now)
+                now = self.clock()
+        elif self.idempotent and self.producer_id < 0 and has_work:
             if self._in_flight_count():        # finish what was sent under the old id first
                 self._wait(self.retry_backoff)
                 return
@@ -138,7 +163,8 @@ class Sender(threading.Thread):
             now = self.clock()
         self._expire(now)
         units_by_node, next_check, unknown = self.accumulator.drain(
-            now, self._leader_for, self._can_send, self._in_flight_tps, self.max_request_size)
+            now, self._leader_for, self._can_send, self._in_flight_tps, self.max_request_size,
+            None if tm is None else tm.added)
         if unknown:
             self.cluster.request_update()
         for node, units in units_by_node.items():
@@ -154,9 +180,27 @@ class Sender(threading.Thread):
                      if until > clock_now]
             if waits:
                 timeout = min(waits) if timeout is None else min(timeout, min(waits))
+        if tm is not None and has_work and tm.has_partitions_to_add():
+            delay = max(self._add_retry_at - self.clock(), 0.0) or self.retry_backoff
+            timeout = delay if timeout is None else min(timeout, delay)
         if not self._running and not units_by_node and timeout is None:
             timeout = 0.05
         self._wait(timeout)
+
+    def _transaction_step(self, now: float) -> None:
+        """A transactional producer's turn before draining: fail what must not be sent (error
+        state, aborting), else add the partitions that wait for AddPartitionsToTxn."""
+        tm = self.tm
+        if tm.state in (ABORTABLE_ERROR, FATAL_ERROR, ABORTING_TRANSACTION):
+            units = self.accumulator.abort_all()
+            if units:
+                error = tm.last_error or TransactionAbortedError()
+                for unit in units:
+                    self._finish_failed(unit, error, sent=False)
+            return
+        if tm.has_partitions_to_add() and now >= self._add_retry_at:
+            if not self.txn.add_partitions_once():
+                self._add_retry_at = self.clock() + self.retry_backoff
 
     def _wait(self, timeout: float | None) -> None:
         """The select loop (io_loop, the consumer's fetcher runs the same): responses, request
@@ -241,8 +285,14 @@ class Sender(threading.Thread):
     def _build(self, unit: ProduceUnit) -> bytes:
         if unit.data is None:
             pid, epoch, seq = -1, -1, -1
-            if self.idempotent:
+            if self.tm is not None:
+                pid, epoch = self.tm.producer_id, self.tm.producer_epoch
+                if (pid, epoch) != self._sequence_owner:   # a new epoch starts at sequence 0
+                    self._sequences.clear()
+                    self._sequence_owner = (pid, epoch)
+            elif self.idempotent:
                 pid, epoch = self.producer_id, self.producer_epoch
+            if self.idempotent:
                 if unit.base_sequence < 0:
                     unit.base_sequence = self._sequences.get(unit.tp, 0)
                     self._sequences[unit.tp] = (unit.base_sequence + unit.record_count) \
@@ -251,7 +301,8 @@ class Sender(threading.Thread):
             # from the accumulator's columns, unchecked: send() validated every record
             unit.data = build_batch_columns(*unit.columns(), self.codec, producer_id=pid,
                                             producer_epoch=epoch, base_sequence=seq,
-                                            compression_level=self.level)
+                                            compression_level=self.level,
+                                            transactional=self.tm is not None)
         return unit.data
 
     def _send_units(self, node: int, units: list[ProduceUnit]) -> None:
@@ -268,8 +319,8 @@ class Sender(threading.Thread):
             by_tp[unit.tp] = unit
         if not by_tp:
             return
-        request = ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms,
-                                 topic_data=topic_data)
+        request = ProduceRequest(transactional_id=self.transactional_id, acks=self.acks,
+                                 timeout_ms=self.request_timeout_ms, topic_data=topic_data)
         now = self.clock()
         try:
             conn = self._connect(node)
@@ -352,12 +403,17 @@ class Sender(threading.Thread):
         unit.resolve(base_offset, log_append_time, log_start_offset)
         self.accumulator.completed(unit)
 
-    def _finish_failed(self, unit: ProduceUnit, exc: BaseException) -> None:
+    def _finish_failed(self, unit: ProduceUnit, exc: BaseException, sent: bool = True) -> None:
         self._in_flight_tps.discard(unit.tp)
         self.metrics["errors"] += 1
         unit.fail(exc)
         self.accumulator.completed(unit)
-        if self.idempotent:
+        if self.tm is not None:
+            # the transaction cannot commit without this batch: abortable (fenced: fatal);
+            # a batch failed by the abort itself changes nothing
+            if sent:
+                self.tm.handle_failed_batch(exc)
+        elif self.idempotent:
             # a sequence gap would fence every later batch: start over with a new producer id
             self.producer_id = -1
 

@@ -53,6 +53,17 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's group membership (``Consumer.group_metadata()``), for a transactional
+    producer's ``send_offsets_to_transaction`` (KIP-447: the group coordinator refuses offsets
+    from a generation that is over)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
 class OffsetAndTimestamp(NamedTuple):
     """``offsets_for_times`` answer: the earliest offset whose timestamp is >= the asked one."""
 
