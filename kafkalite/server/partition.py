@@ -345,6 +345,12 @@ class Partition:
             producer_txns.rebuild(self.producer_states, self.log)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """A follower behind the leader's log start starts over there: an empty log and, as
+        Kafka's truncateFullyAndStartAt, an empty producer state."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.producer_states.clear()
+
 
 def epoch_starts_from_log(log_, chunk_bytes: int = 4 * 1024 * 1024,
                           producer_states: ProducerStateTable | None = None

@@ -205,7 +205,7 @@ class ReplicaFetcher:
                 log.info("%s-%d: behind the leader's log start %d; starting there", tp[0], tp[1],
                          response.log_start_offset)
                 try:
-                    partition.log.truncate_fully_and_start_at(response.log_start_offset)
+                    partition.truncate_fully_and_start_at(response.log_start_offset)
                 except KafkaStorageError as exc:
                     self._storage_failed(tp, exc)
             else:

@@ -301,3 +301,12 @@ def test_transactional_records_need_a_transactional_id(tmp_path):
     served = _resolved(handle_produce(broker, ctx, m.ProduceRequest(
         acks=1, transactional_id="tx", topic_data={"t": {0: _txn(7, 0)}})))
     assert served.responses["t"][0].error_code == 0
+
+
+def test_a_full_truncation_forgets_every_producer(tmp_path):
+    t = Txns(tmp_path)
+    t.produce(_txn(7, 0))
+    t.partition.truncate_fully_and_start_at(100)
+    assert t.partition.log_end_offset == 100
+    assert t.partition.producer_states.producers == {}
+    assert t.partition.producer_states.ongoing == {}
