@@ -61,6 +61,9 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     # OffsetForLeaderEpoch: ClusterAction on the cluster lets any caller through (it was an
     # inter-broker API before KIP-320), else Describe on each topic
     23: (Check(Op.CLUSTER_ACTION, Res.CLUSTER), Check(Op.DESCRIBE, Res.TOPIC)),
+    24: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.WRITE, Res.TOPIC)),            # AddPartitionsToTxn
+    25: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.READ, Res.GROUP)),             # AddOffsetsToTxn
+    26: (Check(Op.WRITE, Res.TRANSACTIONAL_ID),),                                       # EndTxn
     27: _CLUSTER_ACTION,                                                                  # WriteTxnMarkers
     28: (Check(Op.WRITE, Res.TRANSACTIONAL_ID), Check(Op.READ, Res.GROUP),              # TxnOffsetCommit
          Check(Op.READ, Res.TOPIC)),

@@ -50,6 +50,7 @@ from kafkalite.server import scram_apis
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
 from kafkalite.server import quota_apis
+from kafkalite.server import txn_apis
 from kafkalite.server import txn_marker_apis
 from kafkalite.server import txn_offset_apis
 from kafkalite.server import (acl_apis, cluster_apis, config_apis, controller_apis, data_apis,
@@ -303,6 +304,11 @@ def _reassignment_rows():
 def _txn_rows():
     # transactions (KIP-98, KIP-447): the coordinator's APIs, its markers to partition leaders
     return [
+        ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 3, txn_apis.handle_add_partitions_to_txn,
+                txn_convert.ADD_PARTITIONS_TO_TXN),
+        ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 3, txn_apis.handle_add_offsets_to_txn,
+                txn_convert.ADD_OFFSETS_TO_TXN),
+        ApiSpec(ApiKey.END_TXN, 3, txn_apis.handle_end_txn, txn_convert.END_TXN),
         ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, txn_marker_apis.handle_write_txn_markers,
                 txn_convert.WRITE_TXN_MARKERS),
         ApiSpec(ApiKey.TXN_OFFSET_COMMIT, 3, txn_offset_apis.handle_txn_offset_commit,

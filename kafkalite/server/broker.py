@@ -44,6 +44,8 @@ from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
+from kafkalite.txn.coordinator import TransactionCoordinator
+from kafkalite.txn.state_store import TRANSACTION_STATE_TOPIC
 from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.znode_acls import secure_persistent_paths, secure_zk_client
 from kafkalite.zk.errors import ZkNodeExistsError
@@ -86,6 +88,8 @@ class BrokerService(service.MultiService):
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
                                                   config)
+        # the transaction coordinator, __transaction_state (KIP-98)
+        self.txn_coordinator = TransactionCoordinator(self)
         # listeners' TLS/SASL, SCRAM credentials, the authorizer, inter-broker security; a
         # broken security config fails here, before anything starts
         self.security = BrokerSecurity(config)
@@ -157,6 +161,8 @@ class BrokerService(service.MultiService):
         self.log_dir_failure_handler.start()
         if self.group_coordinator is not None:
             self.group_coordinator.start()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.start()
         self._bind_listeners()
         await self._register()
         self.controller = Controller(
@@ -300,8 +306,15 @@ class BrokerService(service.MultiService):
         self.fetchers.remove_partitions(tps)
 
     def _on_leadership_change(self, tp, is_leader: bool, leader_epoch: int) -> None:
-        """Kafka's onLeadershipChange: the coordinator loads the groups of each
-        __consumer_offsets partition this broker now leads and drops those it no longer does."""
+        """Kafka's onLeadershipChange: the group coordinator loads the groups of each
+        __consumer_offsets partition this broker now leads and drops those it no longer does;
+        the transaction coordinator does the same with __transaction_state."""
+        if tp[0] == TRANSACTION_STATE_TOPIC and self.txn_coordinator is not None:
+            if is_leader:
+                self.txn_coordinator.on_elected(tp[1], leader_epoch)
+            else:
+                self.txn_coordinator.on_resigned(tp[1], leader_epoch)
+            return
         if tp[0] != OFFSETS_TOPIC or self.group_coordinator is None:
             return
         if is_leader:
@@ -373,6 +386,8 @@ class BrokerService(service.MultiService):
         for connection in list(self.dispatcher.connections):
             connection.transport.abortConnection()
         self.fetchers.shutdown()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.stop()
         if self.group_coordinator is not None:
             await defer.maybeDeferred(self.group_coordinator.stop)
         if self.log_dir_failure_handler is not None:

@@ -1,11 +1,12 @@
-"""FindCoordinator, for both protocols: which broker coordinates a group.
+"""FindCoordinator, for both protocols: which broker coordinates a group or a transactional id.
 
 The coordinator of group g is the leader of ``__consumer_offsets`` partition
-``abs(javaHash(g)) % offsets.topic.num.partitions``, as Kafka computes it. The first lookup
-creates the topic (Kafka creates it there too), and is answered COORDINATOR_NOT_AVAILABLE until
-the partition has a leader; clients retry. Transaction coordinators do not exist in kafkalite.
-A key type other than group (0) or transaction (1) is INVALID_REQUEST; the empty group id is
-looked up like any other.
+``abs(javaHash(g)) % offsets.topic.num.partitions``, as Kafka computes it; that of transactional
+id t the leader of ``__transaction_state`` partition
+``abs(javaHash(t)) % transaction.state.log.num.partitions``. The first lookup creates the topic
+(Kafka creates it there too), and is answered COORDINATOR_NOT_AVAILABLE until the partition has
+a leader; clients retry. A key type other than group (0) or transaction (1) is INVALID_REQUEST;
+the empty group id is looked up like any other.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def find_coordinator(broker, key: str, key_type: int = GROUP_KEY_TYPE,
                      listener_name: str | None = None) -> defer.Deferred:
     """A Deferred firing with the CoordinatorAddress of ``key``'s coordinator."""
     if key_type == TRANSACTION_KEY_TYPE:
-        return defer.succeed(_not_available(
-            "kafkalite has no transaction coordinator: transactions are not supported"))
+        coordinator = getattr(broker, "txn_coordinator", None)
+        store = None if coordinator is None else coordinator.state.topic_log
+        if store is None:
+            return defer.succeed(_not_available("this broker has no transaction coordinator"))
+        return _lookup(broker, store, store.topic, key, listener_name)
     if key_type != GROUP_KEY_TYPE:
         # Kafka's CoordinatorType.forId refuses it; the answer carries INVALID_REQUEST's
         # standard message, as Kafka's error response does
@@ -56,17 +60,21 @@ def find_coordinator(broker, key: str, key_type: int = GROUP_KEY_TYPE,
     store = getattr(broker, "offsets_store", None)
     if store is None:
         return defer.succeed(_not_available("this broker has no group coordinator"))
+    return _lookup(broker, store, OFFSETS_TOPIC, key, listener_name)
+
+
+def _lookup(broker, store, topic: str, key: str, listener_name: str | None) -> defer.Deferred:
+    """The leader of ``key``'s partition of the coordinator topic ``topic``; ``store`` places
+    keys (``partition_for``) and creates the topic (``ensure_topic``)."""
     metadata = broker.metadata_cache
-    if not metadata.contains(OFFSETS_TOPIC):
+    if not metadata.contains(topic):
         d = defer.maybeDeferred(store.ensure_topic)
-        d.addErrback(lambda f: log.warning("cannot create %s: %s", OFFSETS_TOPIC,
-                                           f.getErrorMessage()))
-        return d.addCallback(lambda _: _not_available(f"{OFFSETS_TOPIC} is being created"))
+        d.addErrback(lambda f: log.warning("cannot create %s: %s", topic, f.getErrorMessage()))
+        return d.addCallback(lambda _: _not_available(f"{topic} is being created"))
     partition = store.partition_for(key)
-    leader = metadata.leader_of(OFFSETS_TOPIC, partition)
+    leader = metadata.leader_of(topic, partition)
     endpoint = metadata.brokers.get(leader)
     if endpoint is None:
-        return defer.succeed(_not_available(
-            f"{OFFSETS_TOPIC}-{partition} has no live leader"))
+        return defer.succeed(_not_available(f"{topic}-{partition} has no live leader"))
     host, port = endpoint.address(listener_name)
     return defer.succeed(CoordinatorAddress(0, leader, host, port))

@@ -2,14 +2,15 @@
 ZooKeeper, ``KafkaBroker.allocate_producer_id``), epoch 0 (Kafka 2.8's handleInitProducerIdRequest
 with no transactional id).
 
-Transactions are not served yet: a transactional id answers INVALID_REQUEST, before any ACL is
-asked.
+A request with a transactional id goes to the transaction coordinator
+(``txn_apis.handle_init_producer_id_transactional``).
 """
 
 from __future__ import annotations
 
 from kafkalite.errors import ClusterAuthorizationFailedError, InvalidRequestError
 from kafkalite.protocol import messages as m
+from kafkalite.server.txn_apis import handle_init_producer_id_transactional
 
 __all__ = ["handle_init_producer_id"]
 
@@ -19,8 +20,7 @@ NO_PRODUCER_EPOCH = -1
 
 def handle_init_producer_id(broker, ctx, request: m.InitProducerIdRequest):
     if request.transactional_id is not None:
-        return request.error_response(InvalidRequestError.code,
-                                      "transactions are not supported")
+        return handle_init_producer_id_transactional(broker, ctx, request)
     # KIP-360: the producer's old id and epoch come together or not at all
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
         return request.error_response(

@@ -366,11 +366,15 @@ def test_init_producer_id_hands_out_a_new_id_for_both_protocols():
     assert _init_producer_id(broker, producer_id=4000, producer_epoch=0) == (0, 4002, 0)
 
 
-def test_init_producer_id_refuses_transactions_and_half_an_id():
+def test_init_producer_id_routes_transactions_and_refuses_half_an_id():
     broker = _broker()
     invalid = errors.InvalidRequestError.code
-    assert _init_producer_id(broker, 1, transactional_id="tx") == (invalid, -1, -1)
-    assert native(broker, m.InitProducerIdRequest(transactional_id="tx")).error_code == invalid
+    # a transactional id goes to the transaction coordinator (tests/unit/test_txn_handlers.py);
+    # this fake broker has none
+    not_available = errors.CoordinatorNotAvailableError.code
+    assert _init_producer_id(broker, 1, transactional_id="tx") == (not_available, -1, -1)
+    assert native(broker, m.InitProducerIdRequest(transactional_id="tx")).error_code == \
+        not_available
     assert _init_producer_id(broker, producer_id=7, producer_epoch=-1) == (invalid, -1, -1)
 
 
