@@ -4,16 +4,16 @@ The glue between ``Partition`` and the pure ``producer_state``: which batches an
 (with the offsets they get, and the marker of each control batch), the refusals Kafka's
 LogValidator makes for a client's batches, applying a validated append (an aborted transaction
 goes to the log's ``.txnindex`` with Kafka's ``lastStableOffset(completedTxn)``), replaying the
-log to rebuild the table (recovery, truncation), and the read_committed side: the aborted
+log to rebuild the table (from the newest ``.snapshot`` on: recovery, truncation), the
+table as snapshot entries, and the read_committed side: the aborted
 transactions a fetch's range overlaps.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import NamedTuple
-
 from kafkalite.errors import CorruptRecordError, InvalidRecordError
+from kafkalite.log.producer_snapshot import ProducerSnapshotEntry
+from kafkalite.log.txn_index import AbortedTxn
 from kafkalite.record.batch import read_batch
 from kafkalite.record.control import parse_control_record
 from kafkalite.record.header import (ATTRIBUTES_POS, CONTROL_BIT, I16, I32, I64, LENGTH_POS,
@@ -26,32 +26,6 @@ from kafkalite.server.producer_state import (CLIENT, INT32_MAX, REPLICATION, Ana
 __all__ = ["plain_batch", "batch_infos", "analyze", "apply", "replay", "rebuild",
            "aborted_in_range", "next_offset_after", "snapshot_entries", "load_snapshot"]
 
-log = logging.getLogger(__name__)
-
-try:
-    from kafkalite.log.txn_index import AbortedTxn
-except ImportError:  # TEMPORARY until the log's .txnindex lands (LOG-B): kept in memory
-    class AbortedTxn(NamedTuple):
-        producer_id: int
-        first_offset: int
-        last_offset: int
-        last_stable_offset: int
-
-
-def _append_aborted(log_, aborted: AbortedTxn) -> None:
-    append = getattr(log_, "append_aborted_txn", None)
-    if append is not None:
-        append(aborted)
-    else:  # TEMPORARY (see AbortedTxn)
-        log_.__dict__.setdefault("_aborted_in_memory", []).append(aborted)
-
-
-def _collect_aborted(log_, start: int, upper: int) -> list:
-    collect = getattr(log_, "collect_aborted_transactions", None)
-    if collect is not None:
-        return collect(start, upper)
-    return [a for a in log_.__dict__.get("_aborted_in_memory", ())   # TEMPORARY
-            if a.last_offset >= start and a.first_offset < upper]
 
 
 def plain_batch(records) -> bool:
@@ -107,7 +81,7 @@ def apply(partition, analysis: Analysis) -> None:
         table.apply(info)
     for completed in analysis.completed:
         if completed.is_aborted:
-            _append_aborted(partition.log, AbortedTxn(
+            partition.log.append_aborted_txn(AbortedTxn(
                 completed.producer_id, completed.first_offset, completed.last_offset,
                 table.last_stable_offset(completed)))
         table.complete(completed)
@@ -129,7 +103,6 @@ def replay(table: ProducerStateTable, data, pos: int, header) -> None:
 def snapshot_entries(table: ProducerStateTable) -> list:
     """The table as ``.snapshot`` entries (Kafka's writeSnapshot: per producer its last batch
     only, -1 for no ongoing transaction)."""
-    from kafkalite.log.producer_snapshot import ProducerSnapshotEntry
     return [ProducerSnapshotEntry(
         producer_id, entry.epoch, entry.last_sequence, entry.last_data_offset,
         entry.last_offset_delta, entry.last_timestamp, entry.coordinator_epoch,
@@ -165,8 +138,7 @@ def rebuild(table: ProducerStateTable, log_, chunk_bytes: int = 4 * 1024 * 1024)
     table.clear()
     offset = log_.log_start_offset
     end = log_.log_end_offset
-    latest = getattr(log_, "latest_producer_snapshot", None)
-    found = latest(end) if latest is not None else None
+    found = log_.latest_producer_snapshot(end)
     if found is not None:
         load_snapshot(table, found[1])
         offset = max(offset, found[0])
@@ -211,4 +183,4 @@ def aborted_in_range(log_, fetch_offset: int, records) -> list[tuple[int, int]]:
     if upper is None:
         return []
     return [(a.producer_id, a.first_offset)
-            for a in _collect_aborted(log_, fetch_offset, upper)]
+            for a in log_.collect_aborted_transactions(fetch_offset, upper)]
