@@ -273,12 +273,6 @@ class ProducerStateTable:
         if entry.current_txn_first_offset is not None:
             self.ongoing[entry.current_txn_first_offset] = producer_id
 
-    def on_log_start_offset(self, log_start_offset: int) -> None:
-        """Records below the new log start are gone: decided transactions before it are
-        no longer unstable."""
-        for first in [f for f, (_p, last) in self.unreplicated.items() if last < log_start_offset]:
-            del self.unreplicated[first]
-
 
 class BatchInfo(NamedTuple):
     """What the producer state needs of one batch: its header, where it is (or will be)

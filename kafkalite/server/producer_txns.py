@@ -27,7 +27,6 @@ __all__ = ["plain_batch", "batch_infos", "analyze", "apply", "replay", "rebuild"
            "aborted_in_range", "next_offset_after", "snapshot_entries", "load_snapshot"]
 
 
-
 def plain_batch(records) -> bool:
     """True for the common produce request: one batch, no producer id, not a control batch
     (the producer state has nothing to check)."""
