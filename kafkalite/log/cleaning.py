@@ -16,8 +16,12 @@ from kafkalite.log import compaction
 from kafkalite.log.compaction import CompactionResult
 from kafkalite.log.retention import deletable_segments
 from kafkalite.log.segment import LogSegment
+from kafkalite.log.txn_cleaning import LastRecord, from_snapshot_entries, last_records
+from kafkalite.log.txn_index import AbortedTxn
+from kafkalite.log.txn_recovery import ongoing_at
 
 if TYPE_CHECKING:
+    from kafkalite.log.producer_snapshot import SnapshotFiles
     from kafkalite.log.segments import LogSegments
 
 # the Log's logger: these messages keep the logger name they have always had
@@ -38,6 +42,9 @@ class LogCleaning:
     _cleaned_up_to: int
     #: (``LogTransactions``) the producer snapshots of deleted segments go with them
     _delete_snapshots_of: Callable[[list[int]], None]
+    collect_aborted_transactions: Callable[[int, int], list[AbortedTxn]]
+    producer_snapshots: SnapshotFiles
+    producer_state_source: Callable | None
 
     def _check_open(self) -> None:
         raise NotImplementedError
@@ -93,14 +100,17 @@ class LogCleaning:
 
     def compact(self, now_ms: int | None = None, force: bool = False) -> CompactionResult | None:
         """Keep only the newest record per key in the non-active segments (cleanup.policy
-        compact; the rules are ``compaction``'s). Runs only when the dirty ratio reaches
-        ``min.cleanable.dirty.ratio`` unless ``force``. Returns None if nothing was done."""
+        compact; the rules are ``compaction``'s), up to the first segment holding an open
+        transaction (Kafka never cleans past the first unstable offset). Runs only when the
+        dirty ratio reaches ``min.cleanable.dirty.ratio`` unless ``force``. Returns None if
+        nothing was done."""
         self._check_open()
         now = self._clock() if now_ms is None else now_ms
-        inactive = self._segments[:-1]
         try:
-            result = compaction.compact_if_dirty(inactive, now, self.config, force,
-                                                 self._cleaned_up_to, self._replace_segment)
+            inactive = self._cleanable_segments()
+            result = compaction.compact_if_dirty(
+                inactive, now, self.config, force, self._cleaned_up_to, self._replace_segment,
+                self.collect_aborted_transactions, self._last_records() if inactive else None)
         except OSError as exc:
             raise self._storage_error(exc, "compact") from exc
         if result is not None:
@@ -110,8 +120,31 @@ class LogCleaning:
                      result.records_removed)
         return result
 
-    def _replace_segment(self, old: LogSegment, chunks: list[bytes], batches: list) -> None:
-        """Swap in a rewritten copy of ``old``: write ``.cleaned``, fsync, rename to ``.swap``
-        (the commit point: recovery completes it), retire the old files, drop the suffix."""
-        swapped = compaction.write_swap_copy(old, chunks, batches, self.config, self._clock)
+    def _cleanable_segments(self) -> list[LogSegment]:
+        """The non-active segments wholly below the first offset of an open transaction."""
+        inactive = self._segments[:-1]
+        if not inactive:
+            return inactive
+        ongoing = ongoing_at(self._segments, self.producer_snapshots,
+                             self._segments[-1].base_offset)
+        unstable = min(ongoing.first_offsets.values(), default=None)
+        if unstable is None:
+            return inactive
+        return [s for s in inactive if s.next_offset <= unstable]
+
+    def _last_records(self) -> dict[int, LastRecord]:
+        """Each producer's LastRecord: from the partition's producer state when it gives one,
+        else from the batch headers."""
+        source = self.producer_state_source
+        if source is not None:
+            return from_snapshot_entries(source())
+        return last_records(h for s in self._segments for _p, h in s.batch_headers())
+
+    def _replace_segment(self, old: LogSegment, chunks: list[bytes], batches: list,
+                         aborted: list[AbortedTxn]) -> None:
+        """Swap in a rewritten copy of ``old`` (``aborted``: its txn index): write
+        ``.cleaned``, fsync, rename to ``.swap`` (the commit point: recovery completes it),
+        retire the old files, drop the suffix."""
+        swapped = compaction.write_swap_copy(old, chunks, batches, self.config, self._clock,
+                                             aborted)
         self._log_segments.swap_in(old, swapped, self.config.file_delete_delay_ms)

@@ -225,13 +225,14 @@ class BatchBuilder:
 def rebuild_batch(header, records, compression) -> bytes:
     """``records`` (decoded from the batch ``header`` describes) built again as one batch with
     ``compression``, keeping the header's base offset, leader epoch, producer id/epoch/sequence,
-    timestamp type and each record's offset delta: the log cleaner (fewer records, same codec)
+    timestamp type, transactional bit and each record's offset delta: the log cleaner (fewer records, same codec)
     and a topic's compression.type (same records, another codec) both rebuild so."""
     builder = BatchBuilder(
         compression=compression, base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence, timestamp_type=header.timestamp_type)
+        base_sequence=header.base_sequence, timestamp_type=header.timestamp_type,
+        transactional=bool(header.attributes & TRANSACTIONAL_BIT))
     for record in records:
         builder.append(record.timestamp, record.key, record.value, record.headers,
                        offset_delta=record.offset - header.base_offset)

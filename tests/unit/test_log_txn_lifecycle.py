@@ -5,54 +5,15 @@ rebuilt from the batches and the snapshots), and Kafka's snapshot rules."""
 from __future__ import annotations
 
 import os
-import struct
 
 from logtools import START_MS, FakeClock, topic_config
+from txnlogtools import Writer, data, marker
 
 from kafkalite.log import Log
 from kafkalite.log.producer_snapshot import ProducerSnapshotEntry
 from kafkalite.log.txn_index import ENTRY_SIZE, AbortedTxn
-from kafkalite.record.batch import build_batch
 
 CONFIG = topic_config(segment_bytes=10**9, index_interval_bytes=100)
-
-
-def data(pid: int, n: int = 2, seq: int = 0, transactional: bool = True) -> bytes:
-    return build_batch([(START_MS, b"k", b"v%d" % i, None) for i in range(n)],
-                       producer_id=pid, producer_epoch=0, base_sequence=seq,
-                       transactional=transactional)
-
-
-def marker(pid: int, commit: bool) -> bytes:
-    """Kafka's end transaction marker: key (version 0, type), value (version 0, epoch 5)."""
-    record = (START_MS, struct.pack(">hh", 0, int(commit)), struct.pack(">hi", 0, 5), None)
-    return build_batch([record], producer_id=pid, producer_epoch=0, transactional=True,
-                       control=True)
-
-
-class Writer:
-    """Appends as a partition leader would, indexing each aborted transaction with Kafka's LSO
-    (the first offset of the earliest other ongoing transaction, else the marker's + 1)."""
-
-    def __init__(self, log: Log):
-        self.log = log
-        self.ongoing: dict[int, int] = {}
-        self.aborted: list[AbortedTxn] = []
-
-    def data(self, pid: int, n: int = 2) -> int:
-        info = self.log.append(data(pid, n))
-        self.ongoing.setdefault(pid, info.first_offset)
-        return info.first_offset
-
-    def end(self, pid: int, commit: bool) -> int:
-        offset = self.log.append(marker(pid, commit)).first_offset
-        first = self.ongoing.pop(pid)
-        if not commit:
-            lso = min(self.ongoing.values(), default=offset + 1)
-            entry = AbortedTxn(pid, first, offset, lso)
-            self.log.append_aborted_txn(entry)
-            self.aborted.append(entry)
-        return offset
 
 
 def files(path, suffix):
