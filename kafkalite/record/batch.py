@@ -225,8 +225,9 @@ class BatchBuilder:
 def rebuild_batch(header, records, compression) -> bytes:
     """``records`` (decoded from the batch ``header`` describes) built again as one batch with
     ``compression``, keeping the header's base offset, leader epoch, producer id/epoch/sequence,
-    timestamp type, transactional bit and each record's offset delta: the log cleaner (fewer records, same codec)
-    and a topic's compression.type (same records, another codec) both rebuild so."""
+    timestamp type, transactional bit and each record's offset delta: the log cleaner (fewer
+    records, same codec) and a topic's compression.type (same records, another codec) both
+    rebuild so."""
     builder = BatchBuilder(
         compression=compression, base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
