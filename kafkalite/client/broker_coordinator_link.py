@@ -49,6 +49,10 @@ class CoordinatorLost(Exception):
 class CoordinatorLink:
     """BrokerCoordinator's coordinator lookup, connections and offset requests (a mixin)."""
 
+    # KIP-447: a read_committed consumer's offset fetches wait out offsets committed in a
+    # transaction that is not complete yet (UNSTABLE_OFFSET_COMMIT, retried), as Java's
+    require_stable: bool = False
+
     def committed(self, tps: Iterable[TopicPartition]) -> dict:
         tps = [TopicPartition(*tp) for tp in tps]
         if not tps:
@@ -57,7 +61,8 @@ class CoordinatorLink:
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         request = m.OffsetFetchRequest(group_id=self.group_id, topics=[
-            m.OffsetFetchTopic(t, sorted(set(ps))) for t, ps in by_topic.items()])
+            m.OffsetFetchTopic(t, sorted(set(ps))) for t, ps in by_topic.items()],
+            require_stable=self.require_stable)
         response = self._request_coordinator(request, "fetching committed offsets",
                                              lambda r: _offset_fetch_error(r))
         found = {}

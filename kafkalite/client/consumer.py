@@ -165,6 +165,8 @@ class Consumer:
         except BaseException:
             self._close_cluster()
             raise
+        if hasattr(self._coordinator, "require_stable"):     # the brokers' group coordinator
+            self._coordinator.require_stable = isolation == READ_COMMITTED
         clock, sleep = self._clock, self._sleep
         self._subscriptions = SubscriptionState(clock)
         # ListOffsets on a pool of its own: never behind a long poll

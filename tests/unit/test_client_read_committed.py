@@ -6,6 +6,8 @@ ListOffsets at level 1), against the fake broker."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafkalite.client.decoder import decode_records
@@ -149,30 +151,29 @@ def fake():
     cluster.close()
 
 
-def test_read_committed_consumer_asks_for_isolation_level_1(fake):
+@pytest.mark.parametrize(("level", "wire"), [("read_committed", 1), ("read_uncommitted", 0)])
+def test_read_committed_consumer_asks_for_isolation_level_1(fake, level, wire):
     from kafkalite.client import Consumer, Producer, TopicPartition
 
     with Producer(fake.bootstrap) as producer:
         producer.send("t", b"v").get(10)
-    for level, wire in (("read_committed", 1), ("read_uncommitted", 0)):
-        consumer = Consumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
-                            isolation_level=level)
-        try:
-            tp = TopicPartition("t", 0)
-            consumer.assign([tp])
-            assert consumer.end_offsets([tp]) == {tp: 1}
-            got = consumer.poll(5000)
-            assert [r.value for r in got[tp]] == [b"v"]
-        finally:
-            consumer.close()
-        with fake.lock:
-            log = list(fake.request_log)
-        fetches = [r for _n, k, r in log if k == ApiKey.FETCH]
-        lists = [r for _n, k, r in log if k == ApiKey.LIST_OFFSETS]
-        assert fetches and {r.isolation_level for r in fetches} == {wire}
-        assert lists and {r.isolation_level for r in lists} == {wire}
-        with fake.lock:
-            fake.request_log.clear()
+    # one consumer per fake: a closed consumer's last long poll may reach the fake late
+    consumer = Consumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
+                        isolation_level=level)
+    try:
+        tp = TopicPartition("t", 0)
+        consumer.assign([tp])
+        assert consumer.end_offsets([tp]) == {tp: 1}
+        got = consumer.poll(5000)
+        assert [r.value for r in got[tp]] == [b"v"]
+    finally:
+        consumer.close()
+    with fake.lock:
+        log = list(fake.request_log)
+    fetches = [r for _n, k, r in log if k == ApiKey.FETCH]
+    lists = [r for _n, k, r in log if k == ApiKey.LIST_OFFSETS]
+    assert fetches and {r.isolation_level for r in fetches} == {wire}
+    assert lists and {r.isolation_level for r in lists} == {wire}
 
 
 def test_isolation_level_is_checked():
@@ -214,3 +215,45 @@ def test_fetch_answer_aborted_transactions_reach_the_decoder():
         chunks, _n = fetcher.drain(None)
         assert [r.value for _tp, recs in chunks for r in recs] == expected
         assert subs.assignment[tp].position == 3
+
+
+@pytest.mark.parametrize(("level", "stable"),
+                         [("read_committed", True), ("read_uncommitted", False)])
+def test_read_committed_offset_fetches_require_stable_offsets(fake, level, stable):
+    """KIP-447: a read_committed consumer's OffsetFetch asks for stable offsets (the broker then
+    answers UNSTABLE_OFFSET_COMMIT while a transaction's offsets are pending), as Java's does."""
+    from kafkalite.client import Consumer, TopicPartition
+
+    consumer = Consumer(bootstrap_servers=fake.bootstrap, group_id="g",
+                        isolation_level=level)
+    try:
+        assert consumer.committed(TopicPartition("t", 0)) is None
+    finally:
+        consumer.close()
+    with fake.lock:
+        fetches = [r for _n, k, r in fake.request_log if k == ApiKey.OFFSET_FETCH]
+    assert fetches and {r.require_stable for r in fetches} == {stable}
+
+
+def test_group_metadata(fake):
+    from kafkalite.client import Consumer, ConsumerGroupMetadata
+    from kafkalite.errors import InvalidGroupIdError
+
+    consumer = Consumer(bootstrap_servers=fake.bootstrap)
+    try:
+        with pytest.raises(InvalidGroupIdError):
+            consumer.group_metadata()
+    finally:
+        consumer.close()
+    consumer = Consumer(bootstrap_servers=fake.bootstrap, group_id="g", group_instance_id="i")
+    try:
+        assert consumer.group_metadata() == ConsumerGroupMetadata("g", -1, "", "i")
+        consumer.subscribe(["t"])
+        wait = time.monotonic() + 20
+        while not consumer.assignment():
+            assert time.monotonic() < wait, "no assignment"
+            consumer.poll(100)
+        meta = consumer.group_metadata()
+        assert meta.generation_id >= 1 and meta.member_id and meta.group_instance_id == "i"
+    finally:
+        consumer.close()
