@@ -156,3 +156,31 @@ def test_a_partly_compacted_committed_batch_stays_transactional(tmp_path):
     log.compact(clock.now, force=True)
     kept = batches(log)
     assert kept[0] == (0, 1, False, True, [(b"b", b"v1")])
+
+
+def test_a_swap_completed_at_loading_gets_its_txn_index_rebuilt(tmp_path):
+    """A compaction interrupted after its commit point (``.log.swap`` written): loading puts the
+    swap in place and rebuilds the txn index from the swapped batches, so the old segment's
+    entries do not outlive the data they describe."""
+    clock = FakeClock()
+    log = _log(tmp_path, clock)
+    w = Writer(log)
+    w.data(1, keys=[b"a"], n=1)        # 0 aborted
+    w.end(1, commit=False)             # 1
+    w.data(2, keys=[b"b"], n=1)        # 2 aborted
+    w.end(2, commit=False)             # 3
+    log.roll()
+    log.append(data(9, transactional=False, keys=[b"c"], n=1))   # 4
+    assert log.segments[0].txn_index.all_aborted() == w.aborted
+    segment = log.segments[0]
+    raw = segment.read_all()
+    log.close()
+    # the swapped copy lost the first transaction's batch, kept the second's
+    first = hdr.parse_header(raw, 0).size
+    swap = os.path.join(log.dir, f"{0:020d}.log.swap")
+    with open(swap, "wb") as f:
+        f.write(raw[first:])
+    reopened = Log(log.dir, CONFIG, clock, recovery_point=5, clean_shutdown=True)
+    assert not os.path.exists(swap)
+    assert reopened.segments[0].txn_index.all_aborted() == [AbortedTxn(2, 2, 3, 4)]
+    assert [b[0] for b in batches(reopened)] == [1, 2, 3, 4]
