@@ -53,6 +53,8 @@ class OngoingTxns:
         if not attributes & hdr.CONTROL_BIT:
             self.first_offsets.setdefault(producer_id, header.base_offset)
             return None
+        if header.record_count == 0:
+            return None  # emptied by the cleaner: Kafka's replay leaves the state as it is
         first = self.first_offsets.pop(producer_id, None)
         if first is None or is_abort is None or not is_abort():
             return None  # a marker of an empty transaction changes nothing (Kafka's rule)

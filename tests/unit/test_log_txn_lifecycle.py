@@ -203,3 +203,20 @@ def test_rebuild_txn_indexes_of_a_copied_log(tmp_path):
     assert index_entries(copy) == [[]]
     assert copy.rebuild_txn_indexes() == 1
     assert copy.collect_aborted_transactions(0, 10) == w.aborted
+
+
+def test_an_emptied_marker_leaves_the_transaction_open_in_recovery():
+    """Kafka's replay skips a control batch the cleaner emptied: the transaction it once ended
+    is still open for the next marker."""
+    from kafkalite.log.txn_cleaning import empty_batch
+    from kafkalite.log.txn_recovery import OngoingTxns
+    from kafkalite.record.header import parse_header
+
+    ongoing = OngoingTxns()
+    assert ongoing.replay(parse_header(data(1))) is None              # 0-1 opens pid 1
+    emptied = parse_header(empty_batch(parse_header(marker(1, commit=False))))
+    assert emptied.record_count == 0
+    assert ongoing.replay(emptied, lambda: True) is None
+    assert ongoing.first_offsets == {1: 0}
+    abort = parse_header(marker(1, commit=False))
+    assert ongoing.replay(abort, lambda: True) == AbortedTxn(1, 0, 0, 1)
