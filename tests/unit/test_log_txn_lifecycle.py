@@ -220,3 +220,33 @@ def test_an_emptied_marker_leaves_the_transaction_open_in_recovery():
     assert ongoing.first_offsets == {1: 0}
     abort = parse_header(marker(1, commit=False))
     assert ongoing.replay(abort, lambda: True) == AbortedTxn(1, 0, 0, 1)
+
+
+def test_a_moved_log_indexes_its_aborted_transactions(tmp_path):
+    """AlterReplicaLogDirs: the future log is filled by replication (no entries appended);
+    once it replaces the current log, its txn index holds the same aborted transactions."""
+    from twisted.internet import task
+
+    from kafkalite.log import LogManager
+
+    clock = task.Clock()
+    clock.advance(START_MS / 1000)
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    manager = LogManager(dirs, CONFIG, clock)
+    manager.startService()
+    current = manager.get_or_create_log("t", 0)
+    w = Writer(current)
+    w.data(1)
+    w.data(2)
+    w.end(2, commit=False)
+    current.roll()
+    w.end(1, commit=False)
+    future = manager.create_future_log(("t", 0), next(d for d in dirs
+                                                      if d != current.parent_dir))
+    for segment in current.segments:
+        if segment.size:
+            future.append(segment.read_all(), assign_offsets=False)
+    swapped = manager.replace_current_with_future(("t", 0))
+    assert swapped.collect_aborted_transactions(0, swapped.log_end_offset) == w.aborted
+    assert w.aborted == [AbortedTxn(2, 2, 4, 0), AbortedTxn(1, 0, 5, 6)]
+    manager.stopService()
