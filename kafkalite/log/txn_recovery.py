@@ -14,18 +14,17 @@ producer state (sequences, epochs) is the partition's, rebuilt by its own replay
 from __future__ import annotations
 
 import logging
-import struct
 
+from kafkalite.errors import InvalidRecordError
 from kafkalite.log.producer_snapshot import SnapshotFiles
 from kafkalite.log.segment import LogSegment
 from kafkalite.log.txn_index import AbortedTxn
 from kafkalite.record import header as hdr
 from kafkalite.record.batch import read_batch
+from kafkalite.record.control import ABORT, control_type
 
 log = logging.getLogger("kafkalite.log.log")
 
-_CONTROL_KEY = struct.Struct(">hh")  # ControlRecordType key: version, type
-_ABORT = 0
 _TXN_CONTROL = hdr.TRANSACTIONAL_BIT | hdr.CONTROL_BIT
 
 
@@ -68,10 +67,12 @@ def marker_is_abort(segment: LogSegment, header: hdr.BatchHeader) -> bool:
     """Whether the control batch ``header`` describes (in ``segment``) is an ABORT marker."""
     data = segment.read(header.base_offset, header.size)
     _h, records = read_batch(data, 0, verify_crc=False)
-    key = records[0].key if records else None
-    if key is None or len(key) < _CONTROL_KEY.size:
+    if not records:
         return False
-    return _CONTROL_KEY.unpack_from(key)[1] == _ABORT
+    try:
+        return control_type(records[0].key) == ABORT
+    except InvalidRecordError:
+        return False
 
 
 def ongoing_at(segments: list[LogSegment], snapshots: SnapshotFiles, offset: int
