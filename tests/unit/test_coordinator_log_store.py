@@ -417,7 +417,7 @@ def test_compaction_keeps_the_newest_value_per_key_and_drops_old_tombstones(tmp_
 
 def test_ensure_topic_with_fewer_live_brokers_than_the_replication_factor_warns(tmp_path, caplog):
     broker = Broker(tmp_path, offsets_topic_num_partitions=50)
-    with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.log_store"):
+    with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.internal_topic"):
         assert now(broker.store.ensure_topic()) is None
     [(topic, assignment, config)] = broker.deferred_zk.created
     assert topic == OFFSETS_TOPIC
@@ -433,7 +433,7 @@ def test_ensure_topic_uses_the_replication_factor_when_enough_brokers_live(tmp_p
     broker.metadata_cache.update(m.UpdateMetadataRequest(
         controller_id=1, controller_epoch=1, partition_states=[],
         live_brokers=[m.UpdateMetadataBroker(b, "h", 9092) for b in (1, 2, 3, 4)]))
-    with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.log_store"):
+    with caplog.at_level(logging.WARNING, logger="kafkalite.coordinator.internal_topic"):
         now(broker.store.ensure_topic())
     [(_topic, assignment, config)] = broker.deferred_zk.created
     assert len(assignment) == 4 and all(len(set(r)) == 3 for r in assignment.values())
