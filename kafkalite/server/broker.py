@@ -83,7 +83,8 @@ class BrokerService(service.MultiService):
             become_follower_callback=self._become_follower,
             stop_follower_callback=self._stop_following,
             leadership_callback=self._on_leadership_change,
-            partition_known=self.metadata_cache.contains_partition)
+            partition_known=self.metadata_cache.contains_partition,
+            producer_id_expiration_ms=config.transactional_id_expiration_ms)
         # the 0.9+ group coordinator, __consumer_offsets (docs/architecture.md, 9. Consumer groups)
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,

@@ -261,6 +261,18 @@ class ProducerStateTable:
     def first_undecided_offset(self) -> int | None:
         return min(self.ongoing) if self.ongoing else None
 
+    # --- expiry ---------------------------------------------------------------------------------
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers with no open transaction whose last write is ``expiration_ms``
+        old (Kafka's removeExpiredProducers, ``transactional.id.expiration.ms``): their next
+        batch is taken as a new producer's. Returns their ids."""
+        expired = [pid for pid, entry in self.producers.items()
+                   if entry.current_txn_first_offset is None
+                   and now_ms - entry.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
+
     # --- truncation and rebuilding ---------------------------------------------------------------
     def clear(self) -> None:
         self.producers.clear()

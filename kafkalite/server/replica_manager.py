@@ -40,6 +40,7 @@ from kafkalite.server.replica_alter_log_dirs import ReplicaAlterLogDirs
 log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2
+PRODUCER_EXPIRATION_CHECK_S = 600
 LATEST_TIMESTAMP = -1
 
 
@@ -48,7 +49,8 @@ class ReplicaManager:
                  topic_config, replica_lag_time_max_ms: int = 30000,
                  isr_change_callback=None, become_follower_callback=None,
                  stop_follower_callback=None, leadership_callback=None,
-                 partition_known: Callable[[str, int], bool] | None = None):
+                 partition_known: Callable[[str, int], bool] | None = None,
+                 producer_id_expiration_ms: int = 604800000):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.reactor = reactor
@@ -72,6 +74,10 @@ class ReplicaManager:
         # partition known there but not hosted here answers NOT_LEADER_OR_FOLLOWER
         self.partition_known = partition_known or (lambda topic, partition: False)
         self._isr_check = None
+        # idle producers are forgotten (Kafka: transactional.id.expiration.ms, checked every
+        # 10 minutes, LogManager.ProducerIdExpirationCheckIntervalMs)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producer_expiry = None
         # AlterReplicaLogDirs: replicas moving between this broker's data dirs
         self.alter_log_dirs = ReplicaAlterLogDirs(self, log_manager, reactor)
 
@@ -80,11 +86,15 @@ class ReplicaManager:
         self._isr_check = task.LoopingCall(self.maybe_shrink_isr)
         self._isr_check.clock = self.reactor
         self._isr_check.start(max(self.replica_lag_time_max_ms / 2000.0, 0.1), now=False)
+        self._producer_expiry = task.LoopingCall(self.remove_expired_producers)
+        self._producer_expiry.clock = self.reactor
+        self._producer_expiry.start(PRODUCER_EXPIRATION_CHECK_S, now=False)
         self.alter_log_dirs.start()
 
     def stop(self) -> None:
-        if self._isr_check is not None and self._isr_check.running:
-            self._isr_check.stop()
+        for loop in (self._isr_check, self._producer_expiry):
+            if loop is not None and loop.running:
+                loop.stop()
         self.alter_log_dirs.stop()
         self.produce_purgatory.complete_all()
         self.fetch_purgatory.complete_all()
@@ -237,6 +247,7 @@ class ReplicaManager:
         created.epoch_starts = epoch_starts_from_log(log_)
         # from the newest producer snapshot on (Kafka's loadProducerState)
         producer_txns.rebuild(created.producer_states, log_)
+        created.producer_states.remove_expired(self.clock_ms(), self.producer_id_expiration_ms)
         self.partitions[(topic, partition)] = created
         return created
 
@@ -465,6 +476,11 @@ class ReplicaManager:
         def answer(partition: Partition, query: EpochQuery) -> EpochEndOffset:
             return EpochEndOffset(0, *partition.end_offset_for_epoch(query.leader_epoch))
         return self._per_leader_partition(queries, answer, EpochEndOffset)
+
+    def remove_expired_producers(self) -> None:
+        now = self.clock_ms()
+        for partition in list(self.partitions.values()):
+            partition.producer_states.remove_expired(now, self.producer_id_expiration_ms)
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}

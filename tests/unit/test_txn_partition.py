@@ -310,3 +310,19 @@ def test_a_full_truncation_forgets_every_producer(tmp_path):
     assert t.partition.log_end_offset == 100
     assert t.partition.producer_states.producers == {}
     assert t.partition.producer_states.ongoing == {}
+
+
+def test_idle_producers_expire_but_not_open_transactions(tmp_path):
+    t = Txns(tmp_path)
+    old = [(0, None, b"x", None)]          # written at time 0 (the harness clock is ~1000 s)
+    t.produce(build_batch(old, producer_id=5, producer_epoch=0, base_sequence=0))
+    t.produce(build_batch(old, producer_id=6, producer_epoch=0, base_sequence=0,
+                          transactional=True))
+    t.h.manager.producer_id_expiration_ms = 1_500_000
+    t.h.clock.advance(599)
+    assert set(t.partition.producer_states.producers) == {5, 6}
+    t.h.clock.advance(1)                   # the 10-minute check, 1600 s after time 0
+    assert set(t.partition.producer_states.producers) == {6}
+    # forgotten: its next batch starts anew at any sequence, as an unknown producer's
+    assert t.produce(build_batch(old, producer_id=5, producer_epoch=0,
+                                 base_sequence=7)).error_code == 0
