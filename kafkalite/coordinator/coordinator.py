@@ -257,6 +257,15 @@ class GroupCoordinator(Membership, TxnOffsetCommits):
             group = self._groups[group_id] = GroupMetadata(group_id, EMPTY, self._clock_ms)
         return group
 
+    # for the mixed-in txn_offsets, which cannot import this module
+    @staticmethod
+    def _records_codec():
+        return _codec()
+
+    @staticmethod
+    def _offsets_append_error(code: int) -> int:
+        return _map_append_error(code, "offsets")
+
     def _then(self, d: defer.Deferred, fn, *args, on_failure=None) -> defer.Deferred:
         """Continue ``d`` with ``fn(result, *args)`` as an entry point (queued answers are
         flushed after it)."""

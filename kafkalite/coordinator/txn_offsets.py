@@ -32,15 +32,10 @@ from kafkalite.coordinator.rebalance import NONE, entry
 log = logging.getLogger(__name__)
 
 
-def _host():
-    """coordinator.py (imported late: it imports this module; tests replace its ``_codec``)."""
-    from kafkalite.coordinator import coordinator
-    return coordinator
-
-
 class TxnOffsetCommits:
     """The transactional half of GroupCoordinator (a mixin: it uses the coordinator's
-    ``_validate``, ``_groups``, ``_append``, ``_then``, ``_store`` and settings)."""
+    ``_validate``, ``_groups``, ``_append``, ``_then``, ``_store``, ``_records_codec``,
+    ``_offsets_append_error`` and settings)."""
 
     @entry
     def commit_txn_offsets(self, transactional_id, group_id, producer_id, producer_epoch,
@@ -74,7 +69,6 @@ class TxnOffsetCommits:
                            offsets: dict) -> defer.Deferred:
         """Kafka's storeOffsets with a producer id: one transactional batch; the offsets wait
         on the group as pending until their transaction's marker."""
-        host = _host()
         now = self._clock_ms()
         too_large = E.OffsetMetadataTooLargeError.code
         # KafkaApis.convertTxnOffsets: the commit time is now, no explicit expiry
@@ -83,7 +77,7 @@ class TxnOffsetCommits:
                  for tp, oam in offsets.items() if len(oam.metadata or "") <= self._metadata_max}
         if not valid:
             return defer.succeed({tp: too_large for tp in offsets})
-        codec = host._codec()
+        codec = self._records_codec()
         records = [(codec.offset_key(group.group_id, t, p), codec.offset_value(oam))
                    for (t, p), oam in valid.items()]
         pending = group.pending_txn_offsets.setdefault(producer_id, {})
@@ -96,7 +90,7 @@ class TxnOffsetCommits:
                     _on_append(group, producer_id, valid, getattr(code, "base_offset", None))
                 else:
                     _fail(group, producer_id, valid)
-            mapped = host._map_append_error(code, "offsets")
+            mapped = self._offsets_append_error(code)
             return {tp: (mapped if tp in valid else too_large) for tp in offsets}
         d = self._append(self._store.partition_for(group.group_id), records,
                          producer_id=producer_id, producer_epoch=producer_epoch,
