@@ -135,8 +135,8 @@ class TransactionIndex:
 
     def reset(self) -> None:
         """Remove every entry (the segment is being recovered and will append them again)."""
-        if self._fd >= 0:
-            os.ftruncate(self._fd, 0)
+        if self._fd >= 0 or os.path.exists(self.path):
+            os.ftruncate(self._open(), 0)
         self._size = 0
         self._last_offset = None
         self._cache = []

@@ -151,3 +151,13 @@ def test_collect_and_truncate_agree_with_a_model(tmp_path_factory, steps, fetch,
     index.close()
     assert TransactionIndex(path, 0).all_aborted() == kept
     assert (os.path.getsize(path) if os.path.exists(path) else 0) == len(kept) * ENTRY_SIZE
+
+
+def test_reset_empties_a_closed_index_file_too(tmp_path):
+    index = TransactionIndex(_path(tmp_path), 0)
+    index.append(AbortedTxn(1, 0, 3, 4))
+    index.close()
+    index.reset()
+    index.append(AbortedTxn(2, 0, 1, 2))
+    index.close()
+    assert TransactionIndex(index.path, 0).all_aborted() == [AbortedTxn(2, 0, 1, 2)]
