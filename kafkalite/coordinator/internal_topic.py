@@ -65,6 +65,9 @@ class TopicSettings:
     timeout_ms: str
     replication_factor_name: str       # the Kafka config name, for the warning
     min_isr: str | None = None         # the topic's min.insync.replicas, if it sets one
+    #: fixed topic configs beside (or instead of) the defaults below, e.g. Kafka's
+    #: compression.type=uncompressed for __transaction_state
+    topic_configs: tuple[tuple[str, str], ...] = ()
 
 
 class InternalTopicLog:
@@ -175,7 +178,8 @@ class InternalTopicLog:
         """Create the topic unless it exists: its configured partitions, replication factor
         min(configured, live brokers) -- a WARNING names the setting when fewer brokers are
         alive than it asks for --, cleanup.policy=compact, its segment.bytes,
-        compression.type=producer (and min.insync.replicas where the topic sets one). Fires
+        compression.type=producer (and min.insync.replicas where the topic sets one, and the
+        settings' fixed ``topic_configs``). Fires
         with None once the topic is written to ZooKeeper (or already there); the controller
         then elects its leaders. Concurrent calls share one attempt."""
         if self.broker.metadata_cache.contains(self.topic):
@@ -220,6 +224,7 @@ class InternalTopicLog:
                         "compression.type": "producer"}
         if self.settings.min_isr is not None:
             topic_config["min.insync.replicas"] = str(self._config(self.settings.min_isr))
+        topic_config.update(self.settings.topic_configs)
         log.info("creating %s: %d partition(s), replication factor %d, %s", topic,
                  partitions, replication, topic_config)
         try:

@@ -77,4 +77,5 @@ def _lookup(broker, store, topic: str, key: str, listener_name: str | None) -> d
     if endpoint is None:
         return defer.succeed(_not_available(f"{topic}-{partition} has no live leader"))
     host, port = endpoint.address(listener_name)
-    return defer.succeed(CoordinatorAddress(0, leader, host, port))
+    # Kafka answers Errors.NONE.message(), "NONE", as the message of a found coordinator
+    return defer.succeed(CoordinatorAddress(0, leader, host, port, "NONE"))

@@ -45,7 +45,10 @@ TXN_SETTINGS = TopicSettings(
     required_acks=None,                 # Kafka's TransactionLog.EnforcedRequiredAcks: -1
     timeout_ms="request_timeout_ms",
     replication_factor_name="transaction.state.log.replication.factor",
-    min_isr="transaction_state_log_min_isr")
+    min_isr="transaction_state_log_min_isr",
+    # Kafka's TransactionStateManager.transactionTopicConfigs
+    topic_configs=(("compression.type", "uncompressed"),
+                   ("unclean.leader.election.enable", "false")))
 
 NONE = 0
 NOT_COORDINATOR = errors.NotCoordinatorError.code

@@ -215,5 +215,6 @@ def test_the_topic_is_created_compacted_with_its_min_isr(tmp_path):
     [(topic, assignment, config)] = broker.deferred_zk.created
     assert topic == "__transaction_state" and sorted(assignment) == list(range(50))
     assert config == {"cleanup.policy": "compact", "segment.bytes": str(1 << 20),
-                      "compression.type": "producer", "min.insync.replicas": "2"}
+                      "compression.type": "uncompressed", "min.insync.replicas": "2",
+                      "unclean.leader.election.enable": "false"}
     assert coordinator.partition_for("a") == 47      # abs(javaHash) % 50, as Kafka's

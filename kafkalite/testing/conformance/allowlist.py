@@ -35,9 +35,6 @@ ALLOWLIST: dict[str, str] = {
     "fetch-from-follower": (
         "issue 23: Fetch v11+ from a consumer may read from a follower in Kafka 2.8 "
         "(KIP-392); kafkalite answers NOT_LEADER_OR_FOLLOWER"),
-    "transactional-coordinator": (
-        "issue 23: no transaction coordinator: FindCoordinator for a transactional id answers "
-        "COORDINATOR_NOT_AVAILABLE"),
     # --- configs -----------------------------------------------------------------------------
     "broker-config-read-only": (
         "issue 23: the listener, SSL and SASL broker configs Kafka 2.8 changes at run time "
