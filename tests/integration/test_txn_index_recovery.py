@@ -7,7 +7,10 @@ reader):
   leave one ``.txnindex`` entry, Kafka's bytes: producer id, first offset 3, marker 5, LSO 6;
 * the broker is killed and the segment's indexes deleted (what recovery then rebuilds from the
   batches alone); once restarted, the rebuilt entry is the same and a read_committed consumer
-  still reads exactly the committed records, a read_uncommitted one every record.
+  still reads exactly the committed records, a read_uncommitted one every record;
+* a broker stopped cleanly with a transaction open writes a producer snapshot at its log end
+  (Kafka's reader sees the open transaction's first offset in it); restarted, it keeps the open
+  transaction invisible to read_committed until the producer commits it.
 """
 
 from __future__ import annotations
@@ -105,3 +108,38 @@ def test_the_txn_index_survives_kill_and_recovery(kafkalite_cluster_factory):
     assert _read(bootstrap, topic, "read_uncommitted", 5) == ["c1", "c2", "a1", "a2", "c3"]
     assert os.path.exists(index_path), "recovery did not rebuild the txn index"
     assert _dump_txn_index(index_path) == before
+
+
+def test_a_clean_shutdown_snapshots_an_open_transaction(kafkalite_cluster_factory):
+    cluster = kafkalite_cluster_factory(1, **SETTINGS)
+    bootstrap = cluster.bootstrap_servers
+    topic = _unique("txn-snapshot")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    cluster.wait_for_leader(topic, 0)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": _unique("tx"),
+                         "linger.ms": 0, "transaction.timeout.ms": 300000})
+    producer.init_transactions(60)
+    _transaction(producer, topic, ["c1"], commit=True)          # 0, COMMIT at 1
+    producer.begin_transaction()
+    producer.produce(topic, value=b"o1", partition=0)
+    producer.produce(topic, value=b"o2", partition=0)
+    assert producer.flush(30) == 0                              # 2-3, open
+    assert _read(bootstrap, topic, "read_uncommitted", 3) == ["c1", "o1", "o2"]
+
+    (broker,) = cluster.brokers.values()
+    assert cluster.terminate(broker.broker_id) == 0             # a clean shutdown
+    snapshot = os.path.join(broker.log_dir, f"{topic}-0", f"{4:020d}.snapshot")
+    proc = run_tool("kafka-dump-log", "--files", snapshot)
+    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
+    entries = [line for line in proc.stdout.splitlines() if line.startswith("producerId:")]
+    assert len(entries) == 1, proc.stdout
+    assert re.match(r"producerId: \d+ producerEpoch: 0 coordinatorEpoch: \d+ "
+                    r"currentTxnFirstOffset: Some\(2\) firstSequence: \d+ lastSequence: 2 "
+                    r"lastOffset: 3 ", entries[0]), entries[0]
+
+    cluster.restart(broker.broker_id)
+    cluster.wait_for_leader(topic, 0, 60)
+    assert _read(bootstrap, topic, "read_committed", 1) == ["c1"]
+    producer.commit_transaction(60)
+    assert _read(bootstrap, topic, "read_committed", 3) == ["c1", "o1", "o2"]
