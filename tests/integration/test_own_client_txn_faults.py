@@ -182,3 +182,32 @@ def test_a_timeout_above_the_brokers_maximum_is_refused(cluster):
             producer.init_transactions()
         with pytest.raises(InvalidTransactionTimeoutError):
             producer.begin_transaction()
+
+
+def test_a_producer_stalled_past_its_timeout_is_fenced(cluster):
+    """The copier-stopped-past-its-timeout case, in process: the coordinator aborts the
+    transaction and bumps the epoch, so the stalled producer's commit is PRODUCER_FENCED
+    (fatal, as Java's), and a new producer with the same id carries on."""
+    from kafkalite import Producer
+    from kafkalite.errors import ProducerFencedError
+
+    bootstrap = cluster.bootstrap_servers
+    topic = unique("stalled")
+    create_topic(cluster, topic, 1)
+    tid = unique("stalled-tx")
+    with Producer(bootstrap, transactional_id=tid, transaction_timeout_ms=3000) as stalled:
+        stalled.init_transactions()
+        stalled.begin_transaction()
+        stalled.send(topic, b"stalled", partition=0).get(TIMEOUT_S)
+        wait_stable(bootstrap, topic, 1)      # the coordinator aborted it meanwhile
+        with pytest.raises(ProducerFencedError):
+            stalled.commit_transaction()
+        with pytest.raises(ProducerFencedError):
+            stalled.begin_transaction()
+    with txn_producer(cluster, tid) as successor:
+        successor.init_transactions()
+        successor.begin_transaction()
+        successor.send(topic, b"successor", partition=0)
+        successor.commit_transaction()
+    wait_stable(bootstrap, topic, 1)
+    assert confluent_read(bootstrap, topic, "read_committed", 1) == [b"successor"]
