@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.errors import InvalidRecordError
+from kafkalite.errors import CorruptRecordError, InvalidRecordError
 from kafkalite.log.producer_snapshot import SnapshotFiles
 from kafkalite.log.segment import LogSegment
 from kafkalite.log.txn_index import AbortedTxn
@@ -66,7 +66,12 @@ class OngoingTxns:
 def marker_is_abort(segment: LogSegment, header: hdr.BatchHeader) -> bool:
     """Whether the control batch ``header`` describes (in ``segment``) is an ABORT marker."""
     data = segment.read(header.base_offset, header.size)
-    _h, records = read_batch(data, 0, verify_crc=False)
+    try:
+        _h, records = read_batch(data, 0, verify_crc=False)
+    except CorruptRecordError as exc:  # a sound CRC over undecodable records: not a marker
+        log.warning("%s: control batch at offset %d does not decode (%s); not indexed",
+                    segment.log_path, header.base_offset, exc.message)
+        return False
     if not records:
         return False
     try:

@@ -250,3 +250,28 @@ def test_a_moved_log_indexes_its_aborted_transactions(tmp_path):
     assert swapped.collect_aborted_transactions(0, swapped.log_end_offset) == w.aborted
     assert w.aborted == [AbortedTxn(2, 2, 4, 0), AbortedTxn(1, 0, 5, 6)]
     manager.stopService()
+
+
+def test_an_undecodable_marker_does_not_stop_recovery(tmp_path):
+    """A control batch whose CRC holds but whose records do not decode is not indexed, and the
+    log still opens."""
+    from crc32c import crc32c
+
+    from kafkalite.record import header as hdr
+
+    attributes = hdr.TRANSACTIONAL_BIT | hdr.CONTROL_BIT
+    body = b"\xff" * 6
+    head = bytearray(hdr.HEADER.pack(0, hdr.HEADER_SIZE - hdr.LOG_OVERHEAD + len(body), -1,
+                                     hdr.MAGIC, 0, attributes, 0, START_MS, START_MS, 1, 0, -1,
+                                     1))
+    raw = bytearray(bytes(head) + body)
+    raw[hdr.CRC_POS:hdr.CRC_POS + 4] = crc32c(bytes(raw[hdr.ATTRIBUTES_POS:])).to_bytes(4, "big")
+    path = tmp_path / "t-0"
+    log = Log(str(path), CONFIG, FakeClock())
+    log.append(data(1))              # 0-1
+    log.append(bytes(raw))           # 2
+    log.close()
+    reopened = _reopen(path)
+    assert reopened.log_end_offset == 3
+    assert reopened.segments[0].recovered
+    assert index_entries(reopened) == [[]]
