@@ -156,6 +156,12 @@ class TxnCoordinatorClient:
                     return attempt()
                 except _Retry as exc:
                     last = exc
+                except KafkaError as exc:
+                    # an answer the rules do not expect (e.g. a request the broker cannot
+                    # serve): fatal, as Java's handlers make it
+                    if not self.tm.has_error():
+                        self.tm.fatal(exc)
+                    raise
             if deadline is not None and self.clock() >= deadline:
                 raise KafkaTimeoutError(f"{what} did not complete in time (last: {last})")
             self.sleep(self.backoff)
@@ -232,6 +238,13 @@ class TxnCoordinatorClient:
             except _Retry as exc:
                 log.debug("AddPartitionsToTxn for %r: %s; retrying", tid, exc)
                 return False
+            except KafkaError as exc:
+                # never out of the sender thread: the state carries the error to the user,
+                # and the batches waiting for this add fail with it
+                if not tm.has_error():
+                    tm.fatal(exc)
+                log.warning("transactional id %r: adding partitions failed: %s", tid, exc)
+                return True
 
     def send_offsets(self, offsets: dict, group_id: str, generation_id: int, member_id: str,
                      group_instance_id: str | None, deadline: float | None) -> None:

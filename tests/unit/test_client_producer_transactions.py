@@ -341,3 +341,20 @@ def test_transactional_configuration():
         assert p.config["acks"] == -1 and p.config["enable_idempotence"]
     finally:
         p.close()
+
+
+def test_a_fatal_answer_while_adding_a_partition_fails_its_records(fake):
+    # the add is told NOT_COORDINATOR; looking the coordinator up again is refused: fatal, on
+    # the sender thread, which must neither die nor send the waiting batch
+    fake.txn.inject[ApiKey.ADD_PARTITIONS_TO_TXN] = [errors.NotCoordinatorError.code]
+    with producer(fake) as p:
+        p.init_transactions()
+        fake.coordinator_errors = [errors.TransactionalIdAuthorizationFailedError.code]
+        p.begin_transaction()
+        future = p.send("t", b"x", partition=0)
+        with pytest.raises(errors.TransactionalIdAuthorizationFailedError):
+            future.get(10)
+        with pytest.raises(errors.TransactionalIdAuthorizationFailedError):
+            p.commit_transaction()
+        assert p._sender.is_alive()
+    assert fake.values("t", 0) == [] and fake.txn.ended == []
