@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logtools import START_MS, FakeClock, topic_config
 from txnlogtools import Writer, data, marker
 
@@ -275,3 +277,32 @@ def test_an_undecodable_marker_does_not_stop_recovery(tmp_path):
     assert reopened.log_end_offset == 3
     assert reopened.segments[0].recovered
     assert index_entries(reopened) == [[]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["data", "commit", "abort", "roll"]),
+                          st.integers(1, 4)), max_size=30),
+       st.integers(0, 60))
+def test_recovery_rebuilds_what_the_leader_wrote(tmp_path_factory, steps, recovery_point):
+    """Any interleaving of producers' transactions and rolls: after an unclean restart that
+    recovers the segments from ``recovery_point`` on, every segment's txn index holds what the
+    leader appended (the snapshots taken at each roll supply the transactions open before)."""
+    path = tmp_path_factory.mktemp("txn") / "t-0"
+    log = Log(str(path), CONFIG, FakeClock())
+    w = Writer(log)
+    log.producer_state_source = lambda: [
+        ProducerSnapshotEntry(pid, 0, 0, 0, 0, START_MS, -1, first)
+        for pid, first in w.ongoing.items()]
+    for action, pid in steps:
+        if action == "data":
+            w.data(pid, n=1)
+        elif action == "roll":
+            log.roll()
+        elif pid in w.ongoing:
+            w.end(pid, commit=action == "commit")
+    expected = index_entries(log)
+    log.producer_state_source = None
+    log.close()
+    reopened = _reopen(path, recovery_point=recovery_point)
+    assert index_entries(reopened) == expected
+    reopened.close()
