@@ -282,11 +282,12 @@ class Partition:
     def append_as_follower(self, records: bytes, leader_high_watermark: int,
                            leader_log_start_offset: int = -1):
         if records:
-            batches = producer_txns.batch_infos(records, None, REPLICATION, self.tp)
+            headers = list(iter_headers(records, verify_crc=False))
+            batches = producer_txns.batch_infos(records, None, REPLICATION, self.tp, headers)
             analysis = producer_txns.analyze(self.producer_states, batches, REPLICATION)
             self.log.append(records, assign_offsets=False)
             producer_txns.apply(self, analysis)
-            self._note_epochs(records)
+            self._note_epochs(headers)
         self.high_watermark = min(leader_high_watermark, self.log_end_offset)
         self.maybe_increment_log_start_offset(leader_log_start_offset)
 
@@ -301,9 +302,9 @@ class Partition:
         self.log.delete_records_before(target)
         return True
 
-    def _note_epochs(self, records: bytes) -> None:
+    def _note_epochs(self, headers) -> None:
         last = self.epoch_starts[-1][0] if self.epoch_starts else -1
-        for _pos, header in iter_headers(records, verify_crc=False):
+        for _pos, header in headers:
             epoch = header.partition_leader_epoch
             if epoch > last:
                 self.epoch_starts.append((epoch, header.base_offset))

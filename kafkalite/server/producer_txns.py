@@ -47,13 +47,17 @@ def _marker(records, pos: int, header) -> tuple[bool, int] | None:
     return parse_control_record(decoded[0].key, decoded[0].value)
 
 
-def batch_infos(records, leo: int | None, origin: str, tp) -> list[BatchInfo]:
-    """The batches of ``records`` with their offsets: assigned from ``leo`` (a leader's
-    append) or their own (``leo`` None: a follower's). A client may write neither control
-    batches nor idempotent ones without a sequence (INVALID_RECORD, Kafka's LogValidator)."""
+def batch_infos(records, leo: int | None, origin: str, tp, headers=None) -> list[BatchInfo]:
+    """The producers' batches of ``records`` with their offsets: assigned from ``leo`` (a
+    leader's append) or their own (``leo`` None: a follower's); ``headers`` are the
+    ``(position, header)`` pairs of ``records`` if the caller has them. A client may write
+    neither control batches nor idempotent ones without a sequence (INVALID_RECORD, Kafka's
+    LogValidator)."""
     out = []
     next_offset = leo
-    for pos, header in iter_headers(records, verify_crc=False):
+    if headers is None:
+        headers = iter_headers(records, verify_crc=False)
+    for pos, header in headers:
         control = is_control(header)
         if origin == CLIENT:
             if control:
@@ -65,10 +69,12 @@ def batch_infos(records, leo: int | None, origin: str, tp) -> list[BatchInfo]:
                     f"Invalid sequence number {header.base_sequence} in record batch with "
                     f"producerId {header.producer_id} in topic partition {tp[0]}-{tp[1]}.")
         base = header.base_offset if next_offset is None else next_offset
-        marker = _marker(records, pos, header) if control and header.producer_id >= 0 else None
-        out.append(BatchInfo(header, base, marker))
         if next_offset is not None:
             next_offset = base + header.last_offset_delta + 1
+        if header.producer_id < 0:
+            continue        # nothing for the producer state
+        marker = _marker(records, pos, header) if control else None
+        out.append(BatchInfo(header, base, marker))
     return out
 
 
