@@ -6,6 +6,7 @@ Either Kafka's flag style or a subcommand word::
     kafkalite topics create --topic t --replica-assignment 1:2,2:3,3:1
     kafkalite topics --list
     kafkalite topics describe [--topic t] [--under-replicated-partitions] [--unavailable-partitions]
+    kafkalite topics --describe --topic t --offsets
     kafkalite topics alter --topic t --config retention.ms=60000 [--delete-config k]
     kafkalite topics --alter --topic t --partitions 6 [--replica-assignment ...]
     kafkalite topics delete --topic t
@@ -25,6 +26,13 @@ with ``--bootstrap-server``. With neither flag, the brokers at 127.0.0.1:9092 ar
 
     Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 2	Configs: k=v
     	Topic: t	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2
+
+``--offsets`` (kafkalite's addition, so that the default output stays Kafka's) appends each
+partition's high watermark and last stable offset, both asked of its leader with ListOffsets
+(latest; read_uncommitted gives the HW, read_committed the LSO: the first offset of the earliest
+open transaction, or the HW when none is open)::
+
+    	Topic: t	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2	HighWatermark: 30	LastStableOffset: 20
 """
 
 from __future__ import annotations
@@ -88,10 +96,16 @@ def format_topic_line(name: str, topic_id: str | None, partitions: list, configs
     return line
 
 
-def format_partition_line(name: str, p, marked: bool = False) -> str:
+def format_partition_line(name: str, p, marked: bool = False,
+                          offsets: tuple[int | None, int | None] | None = None) -> str:
+    """``offsets``: (high watermark, last stable offset) for ``--offsets`` (None: not asked;
+    an offset None: its leader did not answer, printed ``none``)."""
     leader = p.leader if p.leader is not None and p.leader >= 0 else "none"
     line = (f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: "
             f"{','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+    if offsets is not None:
+        hw, lso = ("none" if o is None else o for o in offsets)
+        line += f"\tHighWatermark: {hw}\tLastStableOffset: {lso}"
     if marked:
         line += "\tMarkedForDeletion: true"
     return line
@@ -124,6 +138,9 @@ def format_partition_line(name: str, p, marked: bool = False) -> str:
               help="--describe: only partitions without a live leader")
 @click.option("--topics-with-overrides", is_flag=True,
               help="--describe: only topics that have config overrides")
+@click.option("--offsets", "with_offsets", is_flag=True,
+              help="--describe: each partition's high watermark and last stable offset (LSO, "
+                   "below the HW while a transaction is open; a kafkalite addition)")
 @click.option("--exclude-internal", is_flag=True, hidden=True, help="accepted for Kafka habits")
 @bootstrap_option
 @zookeeper_option
@@ -131,7 +148,7 @@ def format_partition_line(name: str, p, marked: bool = False) -> str:
 def command(ctx, create, list_, describe, alter, delete, topic, partitions, replication_factor,
             replica_assignment, configs, delete_configs, if_not_exists, if_exists,
             under_replicated_partitions, unavailable_partitions, topics_with_overrides,
-            exclude_internal, bootstrap_server, zookeeper):
+            with_offsets, exclude_internal, bootstrap_server, zookeeper):
     """Create, list, describe, alter and delete topics (Kafka's kafka-topics)."""
     action = pick_action({"create": create, "list": list_, "describe": describe,
                           "alter": alter, "delete": delete}, "topics")
@@ -146,7 +163,7 @@ def command(ctx, create, list_, describe, alter, delete, topic, partitions, repl
             _list(admin, topic, zk is not None)
         elif action == "describe":
             _describe(admin, topic, under_replicated_partitions, unavailable_partitions,
-                      topics_with_overrides, zk is not None)
+                      topics_with_overrides, zk is not None, with_offsets)
         elif action == "alter":
             _alter(admin, topic, partitions, configs, delete_configs, if_exists,
                    replica_assignment)
@@ -200,7 +217,7 @@ def _list(admin, pattern, with_zookeeper: bool = False):
 
 
 def _describe(admin, pattern, under_replicated, unavailable, with_overrides,
-              with_zookeeper: bool = False):
+              with_zookeeper: bool = False, with_offsets: bool = False):
     names = _select(admin.list_topics(), pattern)
     if pattern is not None and not names:
         raise UnknownTopicOrPartitionError(f"topic '{pattern}' does not exist (see "
@@ -214,6 +231,7 @@ def _describe(admin, pattern, under_replicated, unavailable, with_overrides,
     all_configs = {}
     if with_overrides or not report_partitions_only:
         all_configs = _topic_configs(admin, [d.name for d in descriptions])
+    offsets = _partition_offsets(admin, descriptions) if with_offsets else None
     for desc in descriptions:
         is_marked = desc.name in marked
         configs = all_configs.get(desc.name, {})
@@ -231,7 +249,25 @@ def _describe(admin, pattern, under_replicated, unavailable, with_overrides,
                 continue
             if unavailable and not no_leader:
                 continue
-            click.echo(format_partition_line(desc.name, p, is_marked))
+            got = None if offsets is None else offsets.get((desc.name, p.partition), (None, None))
+            click.echo(format_partition_line(desc.name, p, is_marked, got))
+
+
+def _partition_offsets(admin, descriptions) -> dict[tuple[str, int], tuple]:
+    """``{(topic, partition): (high watermark, last stable offset)}`` from the leaders:
+    ListOffsets latest, read_uncommitted then read_committed (Kafka's answer to a
+    read_committed "latest" is the LSO). A partition whose leader does not answer in time is
+    left out (printed ``none``)."""
+    from kafkalite.client.structs import TopicPartition
+    from kafkalite.protocol.messages import READ_COMMITTED
+
+    tps = [TopicPartition(d.name, p.partition) for d in descriptions for p in d.partitions
+           if p.leader is not None and p.leader >= 0]
+    if not tps:
+        return {}
+    high = admin._list_offsets(tps, -1)   # noqa: SLF001 - the admin client's leader lookup
+    stable = admin._list_offsets(tps, -1, isolation_level=READ_COMMITTED)  # noqa: SLF001
+    return {(tp.topic, tp.partition): (high.get(tp), stable.get(tp)) for tp in tps}
 
 
 def _topic_configs(admin, names: list[str]) -> dict[str, dict[str, str]]:

@@ -179,15 +179,21 @@ class AdminClient:
 
     # --- ListOffsets (offsets_lookup, the Consumer's implementation) -------------------------
     def _list_offsets(self, tps: Iterable, timestamp: int, timeout_s: float | None = None,
-                      raise_missing: bool = False) -> dict[TopicPartition, int]:
+                      raise_missing: bool = False, isolation_level: int = 0
+                      ) -> dict[TopicPartition, int]:
         """``{tp: offset}`` by ListOffsets to the leaders (-1 latest = the high watermark, -2
-        earliest). Partitions of unknown topics are left out at once; partitions without a
+        earliest; with ``isolation_level`` 1, read_committed, latest is the last stable
+        offset). Partitions of unknown topics are left out at once; partitions without a
         leader are retried until the timeout, then left out (or raised with
         ``raise_missing``)."""
         self._check_open()
         timeout_s = self.request_timeout_ms / 1000 if timeout_s is None else timeout_s
-        result = self._offsets.list_offsets({tp: timestamp for tp in tps}, timeout_s,
-                                            fresh=True, drop_unknown=True)
+        lookup = self._offsets
+        if isolation_level != lookup.isolation_level:
+            lookup = OffsetsLookup(self._cluster, self._pool, self._retry_backoff,
+                                   isolation_level=isolation_level)
+        result = lookup.list_offsets({tp: timestamp for tp in tps}, timeout_s,
+                                     fresh=True, drop_unknown=True)
         if raise_missing and (result.missing or result.unknown):
             missing = ", ".join(str(TopicPartition(*tp))
                                 for tp in result.missing + result.unknown)
