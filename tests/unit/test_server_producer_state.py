@@ -5,6 +5,8 @@ import time
 from typing import NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkalite import errors
 from kafkalite.record import build_batch
@@ -227,3 +229,63 @@ def test_broker_answers_a_retried_batch_with_its_original_offsets(tmp_path):
     rebuilt = ProducerStateTable()
     epoch_starts_from_log(h.manager.partitions[("t", 0)].log, producer_states=rebuilt)
     assert rebuilt.find_duplicate(5, 0, 3, 3).first_offset == 3
+
+
+# --- replay equals live, and the LSO, over random histories ------------------------------------
+
+_ops = st.lists(st.tuples(st.sampled_from(["data", "txn", "commit", "abort"]),
+                          st.integers(1, 3), st.integers(1, 3)), max_size=40)
+
+
+def _brute_force_first_unstable(history, hw):
+    """From the accepted batches alone: the first offset of each transaction whose marker is
+    absent or at/above ``hw``."""
+    open_at: dict[int, int] = {}
+    unstable = []
+    for offset, pid, kind in history:
+        if kind == "txn":
+            open_at.setdefault(pid, offset)
+        elif kind in ("commit", "abort") and pid in open_at:
+            first = open_at.pop(pid)
+            if offset >= hw:
+                unstable.append(first)
+    unstable.extend(open_at.values())
+    return min(unstable) if unstable else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ops)
+def test_replaying_the_accepted_batches_rebuilds_the_live_table(ops):
+    live = Log()
+    accepted = []                  # (header, base offset, marker) as written
+    history = []
+    for kind, pid, n in ops:
+        entry = live.table.producers.get(pid)
+        sequence = entry.last_sequence + 1 if entry is not None and entry.batches else 0
+        if kind in ("data", "txn"):
+            header = H(pid, 0, sequence, n - 1, TXN if kind == "txn" else 0)
+            marker, origin = None, CLIENT
+        else:
+            header = H(pid, 0, -1, 0, CONTROL)
+            marker, origin = (kind == "commit", 0), COORDINATOR
+        offset = live.end
+        try:
+            live.append(header, marker, origin)
+        except errors.InvalidTxnStateError:
+            assert kind == "data"      # plain data inside the producer's transaction
+            continue
+        accepted.append(BatchInfo(header, offset, marker))
+        history.append((offset, pid, kind))
+    replayed = ProducerStateTable()
+    for batch in accepted:
+        analysis = analyze(replayed, [batch], REPLICATION)
+        for info in analysis.infos.values():
+            replayed.apply(info)
+        for done in analysis.completed:
+            replayed.complete(done)
+    assert replayed.producers == live.table.producers
+    assert replayed.ongoing == live.table.ongoing
+    for hw in range(live.end + 1):       # HWs only grow: the table forgets below them
+        expected = _brute_force_first_unstable(history, hw)
+        assert live.table.first_unstable_offset(hw) == expected
+        assert replayed.first_unstable_offset(hw) == expected
