@@ -269,9 +269,11 @@ class TransactionStateManager:
         return len(loaded)
 
     def remove_partition(self, partition: int, coordinator_epoch: int | None = None) -> None:
-        """Unload a partition this broker no longer leads."""
-        if coordinator_epoch is None or self.loading.get(partition) == coordinator_epoch:
-            self.loading.pop(partition, None)
+        """Unload a partition this broker no longer leads (a load of it at this or an older
+        epoch is abandoned)."""
+        loading = self.loading.get(partition)
+        if loading is not None and (coordinator_epoch is None or loading <= coordinator_epoch):
+            del self.loading[partition]
         entry = self.cache.pop(partition, None)
         if entry is not None:
             log.info("unloaded %d transactional id(s) of %s-%d (coordinator epoch %d)",

@@ -25,6 +25,8 @@ from kafkalite.local.cluster import wait_until
 from kafkalite.txn import log_records
 from kafkalite.txn.metadata import TxnState
 
+from kafka_clients_tools import kcat
+
 pytestmark = pytest.mark.integration
 
 TXN_TOPIC = "__transaction_state"
@@ -87,6 +89,13 @@ def read_committed(bootstrap: str, topic: str, expected: int, timeout_s: float =
     finally:
         consumer.close()
     return values
+
+
+def kcat_read_committed(bootstrap: str, topic: str) -> list[str]:
+    """Every record of the partition kcat reads with read_committed, to its end."""
+    out = kcat("-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q",
+               "-X", "isolation.level=read_committed", "-f", "%s\\n")
+    return out.splitlines()
 
 
 def txn_states(bootstrap: str, transactional_id: str) -> list[TxnState]:
@@ -163,6 +172,7 @@ def test_a_coordinator_killed_in_prepare_commit_is_completed_by_the_next(
                   key=lambda v: int(v[1:])) == values
     wait_until(lambda: txn_states(bootstrap, transactional_id)[-1] == TxnState.COMPLETE_COMMIT,
                60, "CompleteCommit written by the new coordinator")
+    assert kcat_read_committed(bootstrap, topic) == values
     # the id goes on: a new producer fences the old one and commits its own transaction
     second = producer(cluster, transactional_id)
     second.init_transactions(60)
@@ -199,3 +209,4 @@ def test_the_epoch_survives_a_coordinator_move(kafkalite_cluster_factory):
     produce(new, topic, ["new"])
     new.commit_transaction(60)
     assert read_committed(cluster.bootstrap_servers, topic, 2) == ["kept", "new"]
+    assert kcat_read_committed(cluster.bootstrap_servers, topic) == ["kept", "new"]
