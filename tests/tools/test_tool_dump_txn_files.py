@@ -1,14 +1,21 @@
 """Kafka 2.8.2's kafka-dump-log (DumpLogSegments) reads kafkalite's ``.txnindex`` and ``.snapshot``
 files: Kafka's own readers (TransactionIndex, ProducerStateManager.readSnapshot) are the judge of
 the formats, byte for byte. The files are written by kafkalite's Log as a partition writes them
-(aborted transactions indexed through rolls, snapshots at a roll and at close)."""
+(aborted transactions indexed through rolls, snapshots at a roll and at close), and by brokers:
+the same transactions of librdkafka's producer leave the same entries on every replica of
+kafkalite as on Apache Kafka's (producer ids aside)."""
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 
-from kafka_tool_checks import tool
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+from kafka_tool_checks import admin, tool, unique, wait_for_leaders
+
+from kafkalite.local.cluster import wait_until
 
 from kafkalite.config import TopicConfig
 from kafkalite.log import Log
@@ -92,3 +99,48 @@ def test_dump_log_sees_a_damaged_snapshot_as_corrupt(tmp_path):
     proc = tool("kafka-dump-log", "--files", path)
     assert "producerId:" not in proc.stdout
     assert "CRC is no longer valid" in proc.stderr, proc.stderr
+
+
+def _replica_entries(cluster, topic: str, replicas: list[int]) -> list[list[str]]:
+    """kafka-dump-log of the first segment's .txnindex on each replica, producer ids masked."""
+    out = []
+    for broker in replicas:
+        path = os.path.join(cluster.brokers[broker].log_dir, f"{topic}-0",
+                            f"{0:020d}.txnindex")
+        if not os.path.exists(path):
+            out.append([])
+            continue
+        text = tool("kafka-dump-log", "--files", path).stdout
+        out.append([re.sub(r"producerId: \d+", "producerId: P", line)
+                    for line in text.splitlines() if line.startswith("version:")])
+    return out
+
+
+def test_brokers_index_the_same_aborted_transactions_as_kafka(kafka_systems):
+    """Commit, abort, commit, abort by librdkafka's transactional producer on a topic with
+    three replicas: every replica's .txnindex holds Kafka's two entries (first offset, marker,
+    LSO), on kafkalite as on Apache Kafka 2.8.2."""
+    expected = ["version: 0 producerId: P firstOffset: 3 lastOffset: 5 lastStableOffset: 6",
+                "version: 0 producerId: P firstOffset: 8 lastOffset: 9 lastStableOffset: 10"]
+    for name, cluster in kafka_systems.items():
+        bootstrap = cluster.bootstrap_servers
+        topic = unique("td-txnindex")
+        client = admin(bootstrap)
+        client.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+        replicas = wait_for_leaders(bootstrap, topic, 1)[0].replicas
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0,
+                             "transactional.id": unique("td-tx")})
+        producer.init_transactions(60)
+        for values, commit in ((["c1", "c2"], True), (["a1", "a2"], False), (["c3"], True),
+                               (["a3"], False)):
+            producer.begin_transaction()
+            for value in values:
+                producer.produce(topic, value=value.encode(), partition=0)
+            assert producer.flush(30) == 0
+            if commit:
+                producer.commit_transaction(60)
+            else:
+                producer.abort_transaction(60)
+        wait_until(lambda: _replica_entries(cluster, topic, replicas)
+                   == [expected] * len(replicas), 60,
+                   f"{name}: every replica's .txnindex holds the two aborted transactions")
