@@ -447,9 +447,14 @@ class Producer(TransactionalMethods):
         """Send what is queued (waiting up to ``timeout`` seconds), then stop.
 
         Records still unsent after the timeout fail with KafkaError. Safe to call twice.
+        A transaction still open is aborted first, as Java's producer does, unless
+        ``timeout`` is 0 (a forced close: the coordinator aborts it at its timeout).
         """
         if self._closed:
             return
+        if (self._transaction_manager is not None and timeout != 0
+                and threading.current_thread() is not self._sender):
+            self._abort_open_transaction(timeout)
         self._closed = True
         self._fast = False
         self._accumulator.begin_close()

@@ -13,8 +13,11 @@ as Java's cached results do.
 
 from __future__ import annotations
 
+import logging
+
 from kafkalite.client.structs import ConsumerGroupMetadata
 from kafkalite.client.transaction_manager import (
+    ABORTABLE_ERROR,
     ABORTING_TRANSACTION,
     COMMITTING_TRANSACTION,
     IN_TRANSACTION,
@@ -22,9 +25,11 @@ from kafkalite.client.transaction_manager import (
     TransactionManager,
 )
 from kafkalite.client.txn_coordinator import offsets_to_commit
-from kafkalite.errors import IllegalStateError
+from kafkalite.errors import IllegalStateError, KafkaError
 
 __all__ = ["TransactionalMethods"]
+
+log = logging.getLogger("kafkalite.client.producer")
 
 
 class TransactionalMethods:
@@ -98,6 +103,19 @@ class TransactionalMethods:
         self.flush(max(deadline - self._clock(), 0))
         tm.maybe_fail_with_error()
         self._txn_client.end_txn(True, deadline)
+
+    def _abort_open_transaction(self, timeout: float | None) -> None:
+        """At close: abort the transaction still open (Java's Sender does so at shutdown)."""
+        tm = self._transaction_manager
+        if tm.state not in (IN_TRANSACTION, ABORTABLE_ERROR, ABORTING_TRANSACTION):
+            return
+        log.info("transactional id %r: aborting the open transaction at close",
+                 tm.transactional_id)
+        try:
+            self.abort_transaction(timeout)
+        except KafkaError as exc:
+            log.warning("transactional id %r: the abort at close failed: %s",
+                        tm.transactional_id, exc)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the transaction: records not sent yet fail (TransactionAbortedError), those

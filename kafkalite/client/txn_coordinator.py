@@ -297,6 +297,11 @@ class TxnCoordinatorClient:
         tid = tm.transactional_id
 
         def attempt():
+            if not tm.transaction_started:
+                # nothing reached the coordinator (no partition, no offsets): Java's sender
+                # completes such a transaction without an EndTxn, which would be refused
+                tm.complete_transaction()
+                return
             response = self._request(KEY_TRANSACTION, tid, m.EndTxnRequest(
                 transactional_id=tid, producer_id=tm.producer_id,
                 producer_epoch=tm.producer_epoch, committed=committed))

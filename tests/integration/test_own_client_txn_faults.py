@@ -158,7 +158,7 @@ def test_an_abandoned_transaction_is_aborted_after_its_timeout(cluster):
     producer.init_transactions()
     producer.begin_transaction()
     producer.send(topic, b"abandoned", partition=0).get(TIMEOUT_S)
-    producer.close()                          # neither committed nor aborted
+    producer.close(timeout=0)   # forced: neither committed nor aborted (a plain close aborts)
     wait_stable(bootstrap, topic, 1)          # the coordinator aborted it: the LSO moved on
     assert confluent_read(bootstrap, topic, "read_committed", 1) == []
     assert confluent_read(bootstrap, topic, "read_uncommitted", 1) == [b"abandoned"]

@@ -184,7 +184,8 @@ def test_abort_fails_unsent_records_and_sends_end_txn_abort(fake):
         p.begin_transaction()                 # the producer goes on with a new transaction
         p.send("t", b"later", partition=0)
         p.commit_transaction()
-    assert [e[1] for e in fake.txn.ended] == [False, True]
+    # the aborted transaction never reached the coordinator: no EndTxn for it (as Java's)
+    assert [e[1] for e in fake.txn.ended] == [True]
     assert fake.values("t", 0) == [b"later"]
 
 
@@ -255,7 +256,7 @@ def test_send_offsets_to_transaction_with_group_metadata(fake):
     assert kinds.index(ApiKey.ADD_OFFSETS_TO_TXN) < kinds.index(ApiKey.TXN_OFFSET_COMMIT)
 
 
-def test_an_abortable_error_makes_commit_raise_and_abort_bump_the_epoch(fake):
+def test_an_abortable_error_makes_commit_raise_and_abort_recover(fake):
     fake.txn.inject[ApiKey.ADD_OFFSETS_TO_TXN] = [errors.GroupAuthorizationFailedError.code]
     with producer(fake) as p:
         p.init_transactions()
@@ -268,7 +269,7 @@ def test_an_abortable_error_makes_commit_raise_and_abort_bump_the_epoch(fake):
         p.begin_transaction()
         p.send("t", b"ok", partition=0)
         p.commit_transaction()
-    assert [e[1] for e in fake.txn.ended] == [False, True]
+    assert [e[1] for e in fake.txn.ended] == [True]     # nothing was added before the abort
 
 
 def test_a_failed_batch_aborts_with_an_epoch_bump_and_sequences_restart(fake):
@@ -358,3 +359,32 @@ def test_a_fatal_answer_while_adding_a_partition_fails_its_records(fake):
             p.commit_transaction()
         assert p._sender.is_alive()
     assert fake.values("t", 0) == [] and fake.txn.ended == []
+
+
+def test_close_aborts_an_open_transaction_unless_forced(fake):
+    p = producer(fake)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("t", b"x", partition=0).get(10)
+    p.close()                                  # as Java's: the open transaction is aborted
+    assert fake.txn.ended == [("tid", False, [("t", 0)])]
+    p = producer(fake)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("t", b"y", partition=0).get(10)
+    p.close(timeout=0)                         # forced: left to the coordinator's timeout
+    assert len(fake.txn.ended) == 1
+
+
+def test_a_transaction_with_nothing_in_it_ends_without_end_txn(fake):
+    with producer(fake) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.commit_transaction()
+        p.begin_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send("t", b"x", partition=0)
+        p.commit_transaction()
+    assert count(fake, ApiKey.END_TXN) == 1
+    assert fake.txn.ended == [("tid", True, [("t", 0)])]
