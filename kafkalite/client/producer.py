@@ -358,14 +358,12 @@ class Producer(TransactionalMethods):
                     partition = self._sticky.get(topic)
                     if partition is None:
                         partition = self._pick_sticky(topic, parts, False)
-                    if tm is not None:
-                        tm.maybe_add_partition(TopicPartition(topic, partition))
                     got = self._append((topic, partition), record, size, True)
                     if got is None:
                         partition = self._pick_sticky(topic, parts, True)
-                        if tm is not None:
-                            tm.maybe_add_partition(TopicPartition(topic, partition))
                         got = self._append((topic, partition), record, size, False)
+                    if tm is not None:
+                        self._note_partition(tm, topic, partition)
                     return FutureRecordMetadata(got[0], got[1], timestamp_ms, key_size,
                                                 value_size)
                 partition = self._custom_partition(topic, None, parts)
@@ -380,10 +378,17 @@ class Producer(TransactionalMethods):
                 partition = self._custom_partition(topic, key, parts)
         elif type(partition) is not int or not 0 <= partition < len(parts):
             parts = self._check_partition(topic, partition)
-        if tm is not None:
-            tm.maybe_add_partition(TopicPartition(topic, partition))
         result, index = self._append((topic, partition), record, size, False)
+        if tm is not None:
+            self._note_partition(tm, topic, partition)
         return FutureRecordMetadata(result, index, timestamp_ms, key_size, value_size)
+
+    def _note_partition(self, tm: TransactionManager, topic: str, partition: int) -> None:
+        """A transaction's record went to this partition: the sender must add it to the
+        transaction (AddPartitionsToTxn) before its batch may go; wake it when it is new (the
+        append's own wakeup may have come first, and found nothing it could send)."""
+        if tm.maybe_add_partition(TopicPartition(topic, partition)):
+            self._sender.wakeup()
 
     def _custom_partition(self, topic: str, key, parts: list[int]) -> int:
         """A user's partitioner: an object with ``partition(topic, key, partitions, available)``

@@ -289,12 +289,15 @@ class TransactionManager:
                 raise IllegalStateError(f"cannot send in state {self.state}: call "
                                         f"begin_transaction() first")
 
-    def maybe_add_partition(self, tp) -> None:
+    def maybe_add_partition(self, tp) -> bool:
+        """Note a partition a record of the transaction went to; True when it is new to it."""
         if tp in self.added:             # the common case, without the lock (set lookup)
-            return
+            return False
         with self._lock:
-            if tp not in self.added and tp not in self._pending:
-                self._new.add(tp)
+            if tp in self.added or tp in self._pending or tp in self._new:
+                return False
+            self._new.add(tp)
+            return True
 
     def has_partitions_to_add(self) -> bool:
         return bool(self._new) or bool(self._pending)

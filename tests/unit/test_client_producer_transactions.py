@@ -388,3 +388,18 @@ def test_a_transaction_with_nothing_in_it_ends_without_end_txn(fake):
         p.commit_transaction()
     assert count(fake, ApiKey.END_TXN) == 1
     assert fake.txn.ended == [("tid", True, [("t", 0)])]
+
+
+def test_only_partitions_that_got_records_join_the_transaction(fake):
+    # keyless records fill small sticky batches, so the partitioner moves between partitions;
+    # the transaction holds exactly the partitions that got a record
+    fake.create_topic("s", 4)
+    with producer(fake, batch_size=200) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(7):
+            p.send("s", b"%03d" % i * 20)
+        p.commit_transaction()
+    [(_tid, _commit, parts)] = fake.txn.ended
+    written = [("s", n) for n in range(4) if fake.values("s", n)]
+    assert parts == written and len(written) > 1

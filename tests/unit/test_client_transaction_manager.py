@@ -132,8 +132,11 @@ def test_partitions_pending_an_answer_are_asked_for_again_with_new_ones():
     assert tm.take_partitions_to_add() == [TP]
     tm.partitions_added([TP])
     assert tm.take_partitions_to_add() == []
-    tm.maybe_add_partition(TP)               # in the transaction: nothing to add
+    assert tm.maybe_add_partition(TP) is False    # in the transaction: nothing to add
     assert not tm.has_partitions_to_add()
+    third = TopicPartition("t", 2)
+    assert tm.maybe_add_partition(third) is True  # new: the sender is woken for it
+    assert tm.maybe_add_partition(third) is False
 
 
 def test_nothing_is_added_outside_in_transaction_and_committing():
