@@ -327,3 +327,29 @@ def test_send_offsets_to_transaction_commits_the_group_offsets_at_the_commit(clu
     # the committed transaction's offset, not the aborted one's
     wait_until(lambda: judge_committed() == done, TIMEOUT_S, "the group's transactional offset")
     assert confluent_read(bootstrap, sink, "read_committed", 1) == copied
+
+
+def test_a_failed_record_makes_the_transaction_abortable_and_the_abort_bumps_the_epoch(cluster):
+    from kafkalite.errors import KafkaError
+
+    bootstrap = cluster.bootstrap_servers
+    topic = unique("own-too-large")
+    create_topic(cluster, topic, 1, config={"max.message.bytes": "2000"})
+    with txn_producer(cluster, unique("own-bump")) as producer:
+        producer.init_transactions()
+        epoch = producer._transaction_manager.producer_epoch
+        producer.begin_transaction()
+        producer.send(topic, b"small", partition=0).get(TIMEOUT_S)
+        too_large = producer.send(topic, b"x" * 5000, partition=0)
+        with pytest.raises(KafkaError):       # MESSAGE_TOO_LARGE from the leader
+            too_large.get(TIMEOUT_S)
+        with pytest.raises(KafkaError, match="must be aborted"):
+            producer.commit_transaction()
+        producer.abort_transaction()          # then InitProducerId with the id and epoch
+        assert producer._transaction_manager.producer_epoch == epoch + 1
+        producer.begin_transaction()
+        producer.send(topic, b"after", partition=0)
+        producer.commit_transaction()
+    wait_stable(bootstrap, topic, 1)
+    assert confluent_read(bootstrap, topic, "read_committed", 1) == [b"after"]
+    assert confluent_read(bootstrap, topic, "read_uncommitted", 1) == [b"small", b"after"]
