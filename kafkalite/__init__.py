@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 _CLIENT_NAMES = ("Producer", "Consumer", "AdminClient", "TopicPartition", "ConsumerRecord",
                  "RecordMetadata", "OffsetAndMetadata", "OffsetAndTimestamp", "NewTopic",
-                 "NewPartitions")
+                 "NewPartitions", "ConsumerGroupMetadata")
 
 __all__ = list(_CLIENT_NAMES) + ["__version__"]
 
