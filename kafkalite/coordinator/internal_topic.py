@@ -95,12 +95,13 @@ class InternalTopicLog:
     # --- writing --------------------------------------------------------------------------------
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]], *,
                producer_id: int = -1, producer_epoch: int = -1,
-               transactional: bool = False) -> defer.Deferred:
+               transactional: bool = False, timeout_ms: int | None = None) -> defer.Deferred:
         """Append ``(key, value)`` records (value None: a tombstone) as one uncompressed batch;
         fires with 0 or a Kafka error code (see the module docstring), an ``AppendCode``
         that also carries the batch's base offset. A transactional batch
-        (TxnOffsetCommit) carries the producer's id and epoch. An empty ``records`` fires with
-        0 at once."""
+        (TxnOffsetCommit) carries the producer's id and epoch. ``timeout_ms`` replaces the
+        topic's timeout setting (Kafka waits a transaction's timeout for its transitions). An
+        empty ``records`` fires with 0 at once."""
         if not records:
             return defer.succeed(0)
         now = self.broker.clock_ms()
@@ -117,7 +118,8 @@ class InternalTopicLog:
         # Coordinator: epochs checked, sequences not)
         origin = {"origin": "coordinator"} if transactional else {}
         d = defer.maybeDeferred(self.broker.replica_manager.append_records,
-                                self._config(self.settings.timeout_ms),
+                                (self._config(self.settings.timeout_ms) if timeout_ms is None
+                                 else timeout_ms),
                                 acks if acks in (0, 1) else -1, True,
                                 {(self.topic, partition): batch}, **origin)
         return d.addCallback(self._append_result, partition)

@@ -86,7 +86,13 @@ class TransactionCoordinator:
         self.active = True
 
     def _every(self, fn, interval_ms: int) -> None:
-        loop = task.LoopingCall(fn)
+        def run():
+            # a failing run is logged; the loop goes on (a LoopingCall stops on a failure)
+            d = defer.maybeDeferred(fn)
+            d.addErrback(lambda f: log.error("transaction coordinator task %s failed: %s",
+                                             fn.__name__, f.getTraceback()))
+            return d
+        loop = task.LoopingCall(run)
         loop.clock = self.broker.reactor
         loop.start(interval_ms / 1000.0, now=False).addErrback(
             lambda f: log.error("transaction coordinator task %s failed: %s", fn.__name__,
@@ -370,8 +376,8 @@ class TransactionCoordinator:
             log.info("aborting the transaction of %s (producer id %d, epoch %d): older than "
                      "its timeout of %d ms", timed_out.transactional_id, metadata.producer_id,
                      metadata.producer_epoch, metadata.txn_timeout_ms)
-            d = self._end_transaction(metadata.transactional_id, fence.producer_id,
-                                      fence.producer_epoch, False, False)
+            d = defer.maybeDeferred(self._end_transaction, metadata.transactional_id,
+                                    fence.producer_id, fence.producer_epoch, False, False)
             aborts.append(d.addCallback(self._timed_out_aborted, timed_out))
         return defer.DeferredList(aborts, consumeErrors=True)
 

@@ -305,8 +305,10 @@ class TransactionStateManager:
         except ValueError as exc:
             log.error("cannot write %s's transition %s: %s", transactional_id, transit, exc)
             return defer.succeed(errors.UnknownServerError.code)
+        # Kafka waits up to the transaction's timeout for a transition, request.timeout.ms
+        # for tombstones
         d = defer.maybeDeferred(self.topic_log.append, self.partition_for(transactional_id),
-                                [record])
+                                [record], timeout_ms=transit.txn_timeout_ms)
         d.addErrback(_error_code)
         return d.addCallback(self._appended, transactional_id, coordinator_epoch, transit,
                              retry_on_error)

@@ -52,6 +52,8 @@ def test_init_creates_the_id_at_epoch_0_then_bumps_the_epoch():
     assert entry.transaction_timeout_ms == 60000
     assert init(coord, timeout_ms=30000) == (0, 1000, 1)
     assert topic_log.last("tx").transaction_timeout_ms == 30000
+    # each transition waits for the ISR up to the transaction's timeout, as Kafka's
+    assert topic_log.timeouts == [60000, 30000]
     assert state_of(coord).producer_epoch == 1
 
 

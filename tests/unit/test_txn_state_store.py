@@ -218,3 +218,14 @@ def test_the_topic_is_created_compacted_with_its_min_isr(tmp_path):
                       "compression.type": "uncompressed", "min.insync.replicas": "2",
                       "unclean.leader.election.enable": "false"}
     assert coordinator.partition_for("a") == 47      # abs(javaHash) % 50, as Kafka's
+
+
+def test_a_transition_waits_up_to_the_transaction_timeout(tmp_path):
+    broker = Broker(tmp_path, request_timeout_ms=1000)
+    broker.become(replicas=(1, 2))
+    coordinator = elected(broker)
+    d = coordinator.init_producer_id("tx", 5000)
+    broker.reactor.advance(4.9)                 # past request.timeout.ms, not the txn's
+    assert fired(d) is None
+    broker.reactor.advance(0.2)
+    assert pump(broker, d).error_code == errors.CoordinatorNotAvailableError.code

@@ -37,11 +37,13 @@ class FakeTopicLog:
         self.holding = False
         self.held: list = []
         self.created = 0
+        self.timeouts: list = []          # each append's timeout_ms
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partitions)
 
-    def append(self, partition, records):
+    def append(self, partition, records, timeout_ms=None):
+        self.timeouts.append(timeout_ms)
         code = self.codes.pop(0) if self.codes else 0
         if self.holding:
             d = defer.Deferred()
