@@ -3,7 +3,8 @@ files: Kafka's own readers (TransactionIndex, ProducerStateManager.readSnapshot)
 the formats, byte for byte. The files are written by kafkalite's Log as a partition writes them
 (aborted transactions indexed through rolls, snapshots at a roll and at close), and by brokers:
 the same transactions of librdkafka's producer leave the same entries on every replica of
-kafkalite as on Apache Kafka's (producer ids aside)."""
+kafkalite as on Apache Kafka's (producer ids aside), and the same producer snapshots at each
+segment roll."""
 
 from __future__ import annotations
 
@@ -144,3 +145,49 @@ def test_brokers_index_the_same_aborted_transactions_as_kafka(kafka_systems):
         wait_until(lambda: _replica_entries(cluster, topic, replicas)
                    == [expected] * len(replicas), 60,
                    f"{name}: every replica's .txnindex holds the two aborted transactions")
+
+
+def _snapshots(cluster, topic: str, broker: int) -> dict[str, list[str]]:
+    """kafka-dump-log of every .snapshot of the partition on ``broker``: {file name: entries},
+    producer ids, timestamps and coordinator epochs masked."""
+    directory = os.path.join(cluster.brokers[broker].log_dir, f"{topic}-0")
+    out = {}
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".snapshot")):
+        text = tool("kafka-dump-log", "--files", os.path.join(directory, name)).stdout
+        out[name] = [re.sub(r"(producerId|timestamp|coordinatorEpoch): -?\d+", r"\1: X",
+                            line.strip())
+                     for line in text.splitlines() if line.startswith("producerId:")]
+    return out
+
+
+def test_brokers_snapshot_the_producer_state_at_each_roll_as_kafka(kafka_systems):
+    """A topic whose every batch rolls a segment (segment.bytes=100): the snapshot each roll
+    takes of the transactional producer's state (sequence, last offset, open transaction) is
+    Kafka's, file for file, on every replica."""
+    outputs = {}
+    for name, cluster in kafka_systems.items():
+        bootstrap = cluster.bootstrap_servers
+        topic = unique("td-snapshot")
+        client = admin(bootstrap)
+        client.create_topics([NewTopic(topic, 1, 3, config={"segment.bytes": "100"})])[
+            topic].result(30)
+        replicas = wait_for_leaders(bootstrap, topic, 1)[0].replicas
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0,
+                             "transactional.id": unique("td-tx")})
+        producer.init_transactions(60)
+        for value, commit in ((b"c1", True), (b"a1", False), (b"c2", True)):
+            producer.begin_transaction()
+            producer.produce(topic, value=value, partition=0)
+            assert producer.flush(30) == 0
+            if commit:
+                producer.commit_transaction(60)
+            else:
+                producer.abort_transaction(60)
+        # offsets: c1 0, COMMIT 1, a1 2, ABORT 3, c2 4, COMMIT 5: snapshots at 1 to 5
+        names = [f"{o:020d}.snapshot" for o in range(1, 6)]
+        wait_until(lambda: all(list(_snapshots(cluster, topic, b)) == names for b in replicas),
+                   60, f"{name}: the snapshots of five rolls on every replica")
+        dumps = [_snapshots(cluster, topic, b) for b in replicas]
+        assert all(d == dumps[0] for d in dumps), dumps
+        outputs[name] = dumps[0]
+    assert outputs["kafkalite"] == outputs["kafka"], outputs
