@@ -1,9 +1,13 @@
 """What only the brokers know, read with kafkalite's blocking clients (on a console thread).
 
-- Each partition's high watermark (ListOffsets, latest) and log end offset (OffsetForLeaderEpoch
-  for the newest epoch: its end is the leader's LEO, KIP-101), asked of its leader.
+- Each partition's high watermark (ListOffsets, latest), last stable offset (the same with
+  isolation level read_committed: the first offset of the earliest open transaction, or the HW)
+  and log end offset (OffsetForLeaderEpoch for the newest epoch: its end is the leader's LEO,
+  KIP-101), asked of its leader.
 - The coordinator's consumer groups (Kafka 0.9+): members, assignments and committed offsets,
   through the AdminClient.
+- What the transaction coordinators wrote to ``__transaction_state`` since the last sample
+  (:mod:`kafkalite.console.txn_log_reader`).
 
 ZooKeeper groups are not read here: the console watches their znodes.
 """
@@ -15,6 +19,8 @@ from dataclasses import dataclass
 
 from kafkalite.client.admin import AdminClient
 from kafkalite.client.connection import BrokerConnection
+from kafkalite.console.transactions import TxnRecord
+from kafkalite.console.txn_log_reader import TxnLogReader
 from kafkalite.errors import KafkaError
 from kafkalite.protocol import messages as m
 
@@ -36,6 +42,7 @@ class LeaderTarget:
 class PartitionOffsets:
     high_watermark: int
     log_end_offset: int
+    last_stable_offset: int | None = None     # None: the leader did not answer read_committed
 
 
 class BrokerReader:
@@ -46,6 +53,7 @@ class BrokerReader:
         self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
         self._admin: AdminClient | None = None
         self._admin_bootstrap: str | None = None
+        self._txn_log = TxnLogReader(request_timeout_ms)
 
     # --- offsets ---------------------------------------------------------------------------------
     def read_offsets(self, targets: list[LeaderTarget]
@@ -71,6 +79,10 @@ class BrokerReader:
         hw_response = conn.request(m.ListOffsetsRequest(topics=[
             m.ListOffsetsTopic(topic, [m.ListOffsetsPartition(p, m.LATEST_TIMESTAMP)
                                        for p in parts]) for topic, parts in topics.items()]))
+        lso_response = conn.request(m.ListOffsetsRequest(
+            isolation_level=m.READ_COMMITTED, topics=[
+                m.ListOffsetsTopic(topic, [m.ListOffsetsPartition(p, m.LATEST_TIMESTAMP)
+                                           for p in parts]) for topic, parts in topics.items()]))
         leo_response = conn.request(m.OffsetForLeaderEpochRequest(topics=[
             m.OffsetForLeaderEpochTopic(topic, [m.OffsetForLeaderEpochPartition(p, -1,
                                                                                NEWEST_EPOCH)
@@ -80,8 +92,11 @@ class BrokerReader:
                for p in t.partitions if p.error_code == 0}
         leos = {(t.topic, p.partition): p.end_offset for t in leo_response.topics
                 for p in t.partitions if p.error_code == 0}
+        lsos = {(t.topic, p.partition): p.offset for t in lso_response.topics
+                for p in t.partitions if p.error_code == 0}
         # a leader that never stored a record knows no epoch yet (end offset -1): LEO = HW
-        return {tp: PartitionOffsets(hw, max(leos.get(tp, hw), hw)) for tp, hw in hws.items()}
+        return {tp: PartitionOffsets(hw, max(leos.get(tp, hw), hw), lsos.get(tp))
+                for tp, hw in hws.items()}
 
     def _connection(self, key: tuple[int, str, int]) -> BrokerConnection:
         conn = self._connections.get(key)
@@ -139,6 +154,17 @@ class BrokerReader:
                           for tp, om in committed.items()},
         }
 
+    # --- transactions ----------------------------------------------------------------------------
+    def read_transactions(self, bootstrap: str) -> list[TxnRecord] | None:
+        """The ``__transaction_state`` records written since the last call; None when the
+        brokers could not be asked (the next call goes on)."""
+        try:
+            return self._txn_log.read(bootstrap, self._admin_for(bootstrap))
+        except KafkaError as exc:
+            log.debug("transaction log: %s", exc)
+            self._close_admin()
+            return None
+
     def _admin_for(self, bootstrap: str) -> AdminClient:
         if self._admin is None or self._admin_bootstrap != bootstrap:
             self._close_admin()
@@ -157,4 +183,5 @@ class BrokerReader:
     def close(self) -> None:
         for key in list(self._connections):
             self._drop(key)
+        self._txn_log.close()
         self._close_admin()

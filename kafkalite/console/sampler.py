@@ -1,6 +1,7 @@
 """Ask the brokers every few seconds what ZooKeeper cannot tell: offsets (hence producers' rates
-and lag) and the coordinator's groups. The questions run on a thread of their own (the clients
-block); the answers are applied on the reactor thread.
+and lag, and each partition's last stable offset), the coordinator's groups and the transaction
+coordinators' log. The questions run on a thread of their own (the clients block); the answers
+are applied on the reactor thread.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kafkalite.console import sentences as say
 from kafkalite.console.broker_reader import BrokerReader, LeaderTarget, PartitionOffsets
 from kafkalite.console.model import COORDINATOR_KIND, Change, ClusterModel
 from kafkalite.console.rates import RateTracker
+from kafkalite.console.transactions import TransactionTracker, TxnRecord
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class BrokerSampler:
         self.offsets: dict[tuple[str, int], PartitionOffsets] = {}
         self.rates = RateTracker()
         self.coordinator_groups: list[dict] = []
+        self.transactions = TransactionTracker()
         self._seen_groups = False
         self._busy = False
         self._loop = task.LoopingCall(self.sample)
@@ -110,7 +113,7 @@ class BrokerSampler:
         return None      # never hand the Deferred to LoopingCall: a slow round must not stop it
 
     def _ask(self, targets: list[LeaderTarget], bootstrap: str | None
-             ) -> tuple[dict, list[dict] | None]:
+             ) -> tuple[dict, list[dict] | None, list[TxnRecord] | None]:
         if self._bootstrap:
             # the address the given bootstrap listener reaches, not the registration's first
             addresses = self._reader.broker_addresses(self._bootstrap)
@@ -118,10 +121,11 @@ class BrokerSampler:
                                     *addresses.get(t.leader, (t.host, t.port))) for t in targets]
         offsets = self._reader.read_offsets(targets)
         groups = self._reader.read_coordinator_groups(bootstrap) if bootstrap else None
-        return offsets, groups
+        records = self._reader.read_transactions(bootstrap) if bootstrap else None
+        return offsets, groups, records
 
-    def _apply(self, result: tuple[dict, list[dict] | None]) -> None:
-        offsets, groups = result
+    def _apply(self, result: tuple[dict, list[dict] | None, list[TxnRecord] | None]) -> None:
+        offsets, groups, records = result
         # a partition whose leader did not answer keeps its last known offsets
         known = {(t, p) for t, info in self._model.topics.items() for p in info.assignment}
         self.offsets = {**{tp: o for tp, o in self.offsets.items() if tp in known}, **offsets}
@@ -134,3 +138,12 @@ class BrokerSampler:
             self._seen_groups = True
             if changes:
                 self._on_changes(changes)
+        if records:
+            changes = self.transactions.apply(records)
+            if changes:
+                self._on_changes(changes)
+
+    def transaction_coordinators(self) -> dict[int, int]:
+        """``{partition of __transaction_state: its leader}``: each id's coordinator."""
+        info = self._model.topics.get("__transaction_state")
+        return {p: s.leader for p, s in info.states.items()} if info else {}

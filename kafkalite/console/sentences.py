@@ -165,3 +165,74 @@ def group_assignment(group: str, kind: str,
 
 def group_gone(group: str, kind: str) -> str:
     return f"group {group} ({kind}) is gone"
+
+
+# --- transactions --------------------------------------------------------------------------------
+
+def tp_ranges(partitions: Iterable[tuple[str, int]]) -> str:
+    """``orders-0..2, payments-5``: partitions by topic (in name order), consecutive runs of one
+    topic written as a range."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    parts = []
+    for topic in sorted(by_topic):
+        numbers = sorted(set(by_topic[topic]))
+        start = prev = numbers[0]
+        for n in numbers[1:] + [None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            parts.append(tp_name(topic, start) if start == prev
+                         else f"{topic}-{start}..{prev}")
+            if n is not None:
+                start = prev = n
+    return ", ".join(parts)
+
+
+def _txn_where(partitions: Iterable[tuple[str, int]]) -> str:
+    """The data partitions of a transaction, and apart from them its consumer offsets
+    (AddOffsetsToTxn adds the group's __consumer_offsets partition)."""
+    partitions = list(partitions)
+    data = [tp for tp in partitions if not is_internal(tp[0])]
+    offsets = [tp for tp in partitions if is_internal(tp[0])]
+    text = f" on {tp_ranges(data)}" if data else ""
+    if offsets:
+        text += (" with " if data else " of ") + f"consumer offsets in {tp_ranges(offsets)}"
+    return text
+
+
+def _producer(producer_id: int, producer_epoch: int, transactional_id: str) -> str:
+    return f"producer {producer_id} (transactional id {transactional_id}, epoch {producer_epoch})"
+
+
+def _took(duration_ms: int | None) -> str:
+    if duration_ms is None or duration_ms < 0:
+        return ""
+    return f", {duration_ms / 1000:.1f} s after it began"
+
+
+def txn_committed(producer_id: int, producer_epoch: int, transactional_id: str,
+                  partitions: Iterable[tuple[str, int]], duration_ms: int | None) -> str:
+    """``producer 4001 (transactional id copier, epoch 0) committed a transaction on orders-0..2,
+    1.2 s after it began: read_committed consumers see its records now``."""
+    return (f"{_producer(producer_id, producer_epoch, transactional_id)} committed a "
+            f"transaction{_txn_where(partitions)}{_took(duration_ms)}: read_committed consumers "
+            f"see its records now")
+
+
+def txn_aborted(producer_id: int, producer_epoch: int, transactional_id: str,
+                partitions: Iterable[tuple[str, int]], duration_ms: int | None,
+                fenced_epoch: int | None = None) -> str:
+    """An abort the producer asked for, or (``fenced_epoch``: the epoch the transaction was
+    written with, below the abort's) one the coordinator made itself: the transaction timed
+    out, or a newer producer of the same id fenced it, and the epoch was bumped."""
+    who = _producer(producer_id, producer_epoch, transactional_id)
+    if fenced_epoch is not None:
+        return (f"the transaction coordinator aborted the transaction of producer {producer_id} "
+                f"(transactional id {transactional_id}){_txn_where(partitions)}"
+                f"{_took(duration_ms)}: it timed out or a newer producer of the id fenced it "
+                f"(epoch {fenced_epoch} -> {producer_epoch}); read_committed consumers skip its "
+                f"records")
+    return (f"{who} aborted a transaction{_txn_where(partitions)}{_took(duration_ms)}: "
+            f"read_committed consumers skip its records")

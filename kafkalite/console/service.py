@@ -142,7 +142,9 @@ class ConsoleService:
 
     # --- the site ----------------------------------------------------------------------------------
     def cluster_json(self, _request: Any = None) -> dict:
-        return views.cluster_view(self.model, self.sampler.offsets, self.sampler.rates)
+        return views.cluster_view(
+            self.model, self.sampler.offsets, self.sampler.rates,
+            self.sampler.transactions.view(self.sampler.transaction_coordinators()))
 
     def groups_json(self, _request: Any = None) -> dict:
         return views.groups_view(self.model, self.sampler.offsets,

@@ -8,10 +8,17 @@ console's state, so their shape is tested without a server.
      "topics": {"<t>": {"topic_id", "records_per_s",
                         "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr",
                                         "offline", "offline_replicas", "log_end_offset",
-                                        "high_watermark", "records_per_s"}]}}}
+                                        "high_watermark", "last_stable_offset",
+                                        "open_transaction", "records_per_s"}]}},
+     "transactions": [{"transactional_id", "producer_id", "producer_epoch", "state", "open",
+                       "partitions", "coordinator", "timeout_ms", "start_ms",
+                       "last_update_ms"}]}
 
-``offline`` is true when the partition has no live leader; ``log_end_offset`` and
-``high_watermark`` are the leader's, from the last sample (null until one answered).
+``offline`` is true when the partition has no live leader; ``log_end_offset``,
+``high_watermark`` and ``last_stable_offset`` are the leader's, from the last sample (null until
+one answered); ``open_transaction`` is true while the LSO is below the HW (a transaction holds
+records there that read_committed consumers do not see yet). ``transactions``: each
+transactional id as ``__transaction_state`` last said (:mod:`kafkalite.console.transactions`).
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from kafkalite.zk.znode_info import ZnodeInfo
 Offsets = Mapping[tuple[str, int], PartitionOffsets]
 
 
-def cluster_view(model: ClusterModel, offsets: Offsets, rates: RateTracker) -> dict:
+def cluster_view(model: ClusterModel, offsets: Offsets, rates: RateTracker,
+                 transactions: list[dict] | None = None) -> dict:
     dead = model.dead_brokers()
     brokers = []
     # a replica on a broker the console never saw registered is on a dead broker: draw it too
@@ -60,6 +68,9 @@ def cluster_view(model: ClusterModel, offsets: Offsets, rates: RateTracker) -> d
                 "offline_replicas": [r for r in replicas if r in dead or r not in model.brokers],
                 "log_end_offset": got.log_end_offset if got else None,
                 "high_watermark": got.high_watermark if got else None,
+                "last_stable_offset": got.last_stable_offset if got else None,
+                "open_transaction": bool(got and got.last_stable_offset is not None
+                                         and got.last_stable_offset < got.high_watermark),
                 "records_per_s": round(rates.rate((topic, partition)), 1),
             })
         topics[topic] = {"topic_id": info.topic_id, "internal": is_internal(topic),
@@ -70,6 +81,7 @@ def cluster_view(model: ClusterModel, offsets: Offsets, rates: RateTracker) -> d
         "controller": {"broker_id": model.controller_id, "epoch": model.controller_epoch},
         "brokers": brokers,
         "topics": topics,
+        "transactions": list(transactions or []),
     }
 
 

@@ -127,3 +127,80 @@ def test_kill_of_a_leader_comes_out_as_sentences(cluster, console):
     assert {b["id"]: b["alive"] for b in view["brokers"]}[victim] is False
     partition = view["topics"][TOPIC]["partitions"][0]
     assert partition["leader"] == new_leader and victim in partition["offline_replicas"]
+
+
+def test_transactions_are_drawn_and_each_commit_or_abort_is_a_sentence(
+        kafkalite_cluster_factory, zk_connect, tmp_path):
+    """confluent-kafka (librdkafka) transactions: while one is open the partition's LSO in
+    /api/cluster stays at its first offset below the HW and its id is Ongoing; its commit, and
+    another id's abort, each come out of /api/events as one sentence."""
+    from confluent_kafka import Producer as ConfluentProducer
+
+    cluster = kafkalite_cluster_factory(3, transaction_state_log_num_partitions=5)
+    with AdminClient(cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])
+    console = ConsoleProcess(zk_connect, str(tmp_path / "console.log"))
+    stream = EventStream(console.url)
+
+    def producer(transactional_id):
+        p = ConfluentProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                               "transactional.id": transactional_id,
+                               "transaction.timeout.ms": 120000})
+        p.init_transactions(60)
+        return p
+    try:
+        copier = producer("copier")
+        copier.begin_transaction()
+        for i in range(30):
+            copier.produce(TOPIC, b"v%d" % i, partition=i % 3)
+        copier.flush(60)
+
+        def drawn_open():
+            view = console.get("/api/cluster")
+            parts = view["topics"].get(TOPIC, {}).get("partitions", [])
+            txns = {t["transactional_id"]: t for t in view.get("transactions", [])}
+            ok = (len(parts) == 3 and all(p["high_watermark"] == 10 and p["open_transaction"]
+                                          for p in parts)
+                  and txns.get("copier", {}).get("state") == "Ongoing")
+            return (parts, txns["copier"]) if ok else None
+        parts, shown = wait_for(drawn_open, 60, "the open transaction in /api/cluster")
+        assert [p["last_stable_offset"] for p in parts] == [0, 0, 0]
+        assert shown["open"] is True
+        assert shown["partitions"] == [f"{TOPIC}-0", f"{TOPIC}-1", f"{TOPIC}-2"]
+        assert shown["coordinator"] in (1, 2, 3)
+
+        copier.commit_transaction(60)
+        dropper = producer("dropper")
+        dropper.begin_transaction()
+        dropper.produce(TOPIC, b"never", partition=1)
+        dropper.flush(60)
+        dropper.abort_transaction(60)
+
+        def both_said():
+            said = stream.sentences()
+            committed = [s for s in said if " committed a transaction" in s]
+            aborted = [s for s in said if " aborted a transaction" in s]
+            return (committed, aborted) if committed and aborted else None
+        committed, aborted = wait_for(both_said, 60, "the commit and abort sentences")
+        assert len(committed) == 1 and len(aborted) == 1
+        assert re.fullmatch(rf"producer \d+ \(transactional id copier, epoch 0\) committed a "
+                            rf"transaction on {TOPIC}-0\.\.2, \d+\.\d s after it began: "
+                            rf"read_committed consumers see its records now", committed[0])
+        assert re.fullmatch(rf"producer \d+ \(transactional id dropper, epoch 0\) aborted a "
+                            rf"transaction on {TOPIC}-1, \d+\.\d s after it began: "
+                            rf"read_committed consumers skip its records", aborted[0])
+        kinds = [e["kind"] for e in stream.events]
+        assert kinds.count("txn_committed") == 1 and kinds.count("txn_aborted") == 1
+
+        def settled():
+            view = console.get("/api/cluster")
+            parts = view["topics"][TOPIC]["partitions"]
+            txns = {t["transactional_id"]: t["state"] for t in view["transactions"]}
+            # each marker took an offset: 10 records + COMMIT on 0 and 2; + 1 aborted + ABORT on 1
+            ok = ([(p["high_watermark"], p["last_stable_offset"]) for p in parts]
+                  == [(11, 11), (13, 13), (11, 11)])
+            return ok and txns == {"copier": "CompleteCommit", "dropper": "CompleteAbort"}
+        wait_for(settled, 30, "LSO = HW everywhere and both ids complete")
+    finally:
+        stream.close()
+        console.stop()

@@ -115,3 +115,71 @@ def test_page_draws_the_cluster_and_follows_a_failover(kafkalite_cluster_factory
         assert os.path.getsize(tmp_path / "console-after-failover.png") > 0
     finally:
         console.stop()
+
+
+TXN_STATE = """
+return {
+  spans: [...document.querySelectorAll('#brokers .replica[data-role="leader"] .txn-span')].map(
+    s => ({partition: Number(s.closest('.replica').dataset.partition),
+           from: Number(s.dataset.from), to: Number(s.dataset.to)})),
+  txns: [...document.querySelectorAll('#txn-list .txn')].map(t => ({
+    id: t.dataset.transactionalId, state: t.dataset.state, open: t.dataset.open === 'true',
+    text: t.textContent})),
+  committed: [...document.querySelectorAll('#timeline li[data-kind="txn_committed"]')].map(
+    li => li.textContent),
+  marker: window.__notReloaded === true,
+};
+"""
+
+
+def test_page_draws_an_open_transaction_and_its_commit(kafkalite_cluster_factory, zk_connect,
+                                                       tmp_path, browser):
+    """A confluent-kafka transaction left open is drawn live on its leaders (the hatched span
+    from the LSO to the HW) and in the transactions band (◐ OPEN); its commit turns the id
+    COMMITTED, clears the spans and adds its sentence to the timeline, without a reload."""
+    from confluent_kafka import Producer as ConfluentProducer
+
+    cluster = kafkalite_cluster_factory(3, transaction_state_log_num_partitions=5)
+    with AdminClient(cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("orders", num_partitions=2, replication_factor=3)])
+    console = ConsoleProcess(zk_connect, str(tmp_path / "console.log"))
+    try:
+        browser.get(console.url + "/")
+        browser.execute_script("window.__notReloaded = true;")
+        txn = ConfluentProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                                 "transactional.id": "drawn", "transaction.timeout.ms": 120000})
+        txn.init_transactions(60)
+        txn.begin_transaction()
+        for i in range(8):
+            txn.produce("orders", b"v%d" % i, partition=i % 2)
+        txn.flush(60)
+
+        def open_drawn():
+            page = browser.execute_script(TXN_STATE)
+            ok = (sorted((s["partition"], s["from"], s["to"]) for s in page["spans"])
+                  == [(0, 0, 4), (1, 0, 4)]
+                  and [(t["id"], t["state"], t["open"]) for t in page["txns"]]
+                  == [("drawn", "Ongoing", True)])
+            return page if ok else None
+        page = wait_for(open_drawn, 60, "the open transaction drawn on orders-0 and orders-1")
+        text = page["txns"][0]["text"]
+        assert "◐ OPEN" in text and "orders-0, orders-1" in text
+        browser.save_screenshot(str(tmp_path / "console-open-transaction.png"))
+
+        txn.commit_transaction(60)
+
+        def commit_drawn():
+            page = browser.execute_script(TXN_STATE)
+            ok = (not page["spans"] and page["committed"]
+                  and [(t["id"], t["state"]) for t in page["txns"]]
+                  == [("drawn", "CompleteCommit")])
+            return page if ok else None
+        page = wait_for(commit_drawn, 60, "the commit drawn and said")
+        browser.save_screenshot(str(tmp_path / "console-committed.png"))
+        assert "✔ COMMITTED" in page["txns"][0]["text"]
+        assert len(page["committed"]) == 1
+        assert "(transactional id drawn, epoch 0) committed a transaction on orders-0..1" in \
+            page["committed"][0]
+        assert page["marker"], "the page was reloaded: it must follow the event stream"
+    finally:
+        console.stop()

@@ -163,7 +163,8 @@ def test_cluster_view_shape_and_dead_brokers():
     model.set_partition_state("orders", 0, state(3, 4, [3, 1]))
     model.set_controller(1, 5)
     model.set_controller_epoch(7)
-    offsets = {("orders", 0): PartitionOffsets(high_watermark=10, log_end_offset=12)}
+    offsets = {("orders", 0): PartitionOffsets(high_watermark=10, log_end_offset=12,
+                                               last_stable_offset=7)}
     view = cluster_view(model, offsets, RateTracker())
     assert view["controller"] == {"broker_id": 1, "epoch": 7}
     assert [(b["id"], b["alive"], b["port"]) for b in view["brokers"]] == [
@@ -171,8 +172,19 @@ def test_cluster_view_shape_and_dead_brokers():
     p0, p1 = view["topics"]["orders"]["partitions"]
     assert p0 == {"partition": 0, "leader": 3, "leader_epoch": 4, "replicas": [2, 3, 1],
                   "isr": [3, 1], "offline": False, "offline_replicas": [2],
-                  "log_end_offset": 12, "high_watermark": 10, "records_per_s": 0.0}
+                  "log_end_offset": 12, "high_watermark": 10, "last_stable_offset": 7,
+                  "open_transaction": True, "records_per_s": 0.0}
     assert p1["high_watermark"] is None and p1["offline_replicas"] == [2]
+    assert p1["last_stable_offset"] is None and p1["open_transaction"] is False
+    assert view["transactions"] == []
+
+
+def test_no_open_transaction_when_the_lso_is_the_hw_or_unknown():
+    model = three_broker_model()
+    offsets = {("orders", 0): PartitionOffsets(10, 10, 10), ("orders", 1): PartitionOffsets(3, 3)}
+    p0, p1 = cluster_view(model, offsets, RateTracker())["topics"]["orders"]["partitions"]
+    assert (p0["last_stable_offset"], p0["open_transaction"]) == (10, False)
+    assert (p1["last_stable_offset"], p1["open_transaction"]) == (None, False)
 
 
 def test_groups_view_computes_lag_for_both_kinds():

@@ -90,13 +90,25 @@ function renderBrokers(cluster) {
       for (const p of t.partitions) {
         if (!p.replicas.includes(b.id)) continue;
         const role = replicaRole(p, b.id);
-        const offsets = role === "leader" && p.high_watermark !== null
-          ? el("small", {text: `HW ${p.high_watermark} · LEO ${p.log_end_offset}`}) : null;
+        const leading = role === "leader" && p.high_watermark !== null;
+        const lso = p.last_stable_offset === null ? "" : ` · LSO ${p.last_stable_offset}`;
+        const offsets = leading
+          ? el("small", {text: `HW ${p.high_watermark}${lso} · LEO ${p.log_end_offset}`}) : null;
+        // the records between the LSO and the HW belong to a transaction still open:
+        // read_committed consumers stop at the LSO until it commits or aborts
+        const openTxn = leading && p.open_transaction
+          ? el("small", {class: "txn-span", "data-from": String(p.last_stable_offset),
+                         "data-to": String(p.high_watermark),
+                         text: `◐ open transaction: offsets ${p.last_stable_offset}..` +
+                               `${p.high_watermark - 1} not yet visible to read_committed`})
+          : null;
         chips.push(el("div", {class: "replica", "data-topic": topic,
                               "data-partition": String(p.partition), "data-broker": String(b.id),
-                              "data-role": role, title: `ISR [${p.isr.join(",")}], leader epoch ${p.leader_epoch}`},
+                              "data-role": role,
+                              "data-open-txn": String(Boolean(leading && p.open_transaction)),
+                              title: `ISR [${p.isr.join(",")}], leader epoch ${p.leader_epoch}`},
           el("b", {text: `${topic}-${p.partition}`}), el("small", {text: ROLE_LABEL[role]}),
-          offsets));
+          offsets, openTxn));
       }
     }
     const isController = b.id === controllerId;
@@ -127,6 +139,27 @@ function renderGroups(groups) {
           `${m.short} → ${owned.length ? owned.join(", ") : "idle (owns nothing)"}`);
       })));
   }));
+}
+
+const TXN_LABEL = {Empty: "○ idle", Ongoing: "◐ OPEN", PrepareCommit: "… committing",
+                   PrepareAbort: "… aborting", PrepareEpochFence: "… fencing",
+                   CompleteCommit: "✔ COMMITTED", CompleteAbort: "✖ ABORTED"};
+
+function renderTransactions(cluster) {
+  const box = document.getElementById("txn-list");
+  const txns = cluster.transactions || [];
+  if (!txns.length) { box.textContent = "no transactional producers yet"; return; }
+  box.replaceChildren(...txns.map(t => el("div", {
+      class: "txn", "data-transactional-id": t.transactional_id, "data-state": t.state,
+      "data-open": String(t.open),
+      title: `timeout ${t.timeout_ms} ms` + (t.coordinator === null || t.coordinator === undefined
+        ? "" : `, coordinator broker ${t.coordinator}`)},
+    el("b", {text: t.transactional_id}),
+    ` producer ${t.producer_id} (epoch ${t.producer_epoch}) `,
+    el("span", {class: "txn-state", text: TXN_LABEL[t.state] || t.state}),
+    t.partitions.length ? ` on ${t.partitions.join(", ")}` : "",
+    t.coordinator === null || t.coordinator === undefined ? ""
+      : ` · coordinator broker ${t.coordinator}`)));
 }
 
 function drawArrows() {
@@ -167,6 +200,7 @@ function render() {
   renderZooKeeper(state.cluster);
   renderProducers(state.cluster);
   renderBrokers(state.cluster);
+  renderTransactions(state.cluster);
   if (state.groups) renderGroups(state.groups);
   requestAnimationFrame(drawArrows);
 }
