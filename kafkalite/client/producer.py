@@ -24,7 +24,7 @@ Delivery rules (Kafka 2.x semantics unless said otherwise):
 * Null keys use the sticky partitioner (a partition is kept until its batch is full, then the next
   one), keys use murmur2 (``DefaultPartitioner``), exactly as Kafka places them.
 * ``enable_idempotence``: the producer gets a producer id (InitProducerId) and stamps each batch
-  with a per-partition sequence number; acks must be "all".
+  with a per-partition sequence number; acks must be "all" (its default then; 1 otherwise).
 * ``transactional_id`` (kafka-python's and Java's transactions, KIP-98/KIP-447): idempotence,
   acks=all and at most 5 requests in flight follow (contrary settings are refused);
   ``init_transactions()`` once, then ``begin_transaction()``, sends,
