@@ -1,0 +1,92 @@
+"""Compaction of a topic holding transactions, on kafkalite and on Apache Kafka 2.8.2, judged by
+confluent-kafka (librdkafka): once each system's log cleaner has run, a read_uncommitted
+consumer sees the same records at the same offsets -- the aborted transaction's record gone
+(it never wins its key), the committed ones kept -- and a read_committed consumer the same.
+
+Every batch rolls a segment (``segment.bytes=100``) so that everything but the last batch is
+cleanable, and ``min.cleanable.dirty.ratio`` is low so that the cleaner starts at its next pass
+(``log.cleaner.backoff.ms``, 15 s on both).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.local.cluster import wait_until
+
+pytestmark = [pytest.mark.integration]
+
+TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "100",
+                "min.cleanable.dirty.ratio": "0.01"}
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _read(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, str, str]]:
+    """(offset, key, value) of every record up to the partition's end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": _unique("reader"),
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got = []
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            assert time.monotonic() < deadline, f"no end of {topic}; read {got}"
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                return got
+            got.append((message.offset(), message.key().decode(), message.value().decode()))
+    finally:
+        consumer.close()
+
+
+def _write(bootstrap: str, topic: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0,
+                         "transactional.id": _unique("compact-tx")})
+    producer.init_transactions(60)
+    for key, value, commit in (("k1", "v1", True), ("k1", "v2", False), ("k2", "v3", True)):
+        producer.begin_transaction()
+        producer.produce(topic, key=key.encode(), value=value.encode(), partition=0)
+        assert producer.flush(30) == 0
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+    plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0,
+                      "acks": "all"})
+    plain.produce(topic, key=b"k3", value=b"v4", partition=0)
+    assert plain.flush(30) == 0
+
+
+def test_compaction_removes_aborted_records_as_kafka(kafka_systems):
+    before, after = {}, {}
+    for name, cluster in kafka_systems.items():
+        bootstrap = cluster.bootstrap_servers
+        topic = _unique("txn-compact")
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 3, config=TOPIC_CONFIG)])[topic].result(30)
+        wait_until(lambda: admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+                   .leader >= 0, 30, f"{name}: a leader for {topic}")
+        _write(bootstrap, topic)
+        before[name] = _read(bootstrap, topic, "read_uncommitted")
+        # offsets: v1 0, COMMIT 1, v2 2 (aborted), ABORT 3, v3 4, COMMIT 5, v4 6
+        cleaned = [(0, "k1", "v1"), (4, "k2", "v3"), (6, "k3", "v4")]
+        wait_until(lambda: _read(bootstrap, topic, "read_uncommitted") == cleaned, 90,
+                   f"{name}: the cleaner removing the aborted record")
+        after[name] = (_read(bootstrap, topic, "read_uncommitted"),
+                       _read(bootstrap, topic, "read_committed"))
+    assert before["kafkalite"] == before["kafka"] == [
+        (0, "k1", "v1"), (2, "k1", "v2"), (4, "k2", "v3"), (6, "k3", "v4")]
+    assert after["kafkalite"] == after["kafka"]
+    assert after["kafka"][1] == after["kafka"][0]
