@@ -3,6 +3,7 @@
     kafkalite consume --topic t [--from-beginning] [--max-messages N] [--timeout-ms N]
                       [--group G [--zookeeper host:port/chroot]]
                       [--partition P [--offset earliest|latest|N]]
+                      [--isolation-level read_committed|read_uncommitted]
                       [--property print.key=true] [--property print.timestamp=true] ...
 
 Without ``--group`` it reads every partition of the topic (or only ``--partition``) and commits
@@ -115,12 +116,16 @@ class Formatter:
 @click.option("--timeout-ms", type=click.IntRange(min=0),
               help="stop when no record arrived for this long")
 @property_option
+@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]),
+              default=None, help="read_committed: only committed transactions' records (up to "
+                                 "the last stable offset); read_uncommitted (the default): all")
 @click.option("--consumer-property", "consumer_properties", multiple=True, metavar="KEY=VALUE",
               help="consumer setting in Kafka's name (repeatable), e.g. fetch.max.wait.ms=100")
 @bootstrap_option
 @zookeeper_option
 def command(ctx, topic, include, from_beginning, group, partition, offset, max_messages,
-            timeout_ms, properties, consumer_properties, bootstrap_server, zookeeper):
+            timeout_ms, properties, isolation_level, consumer_properties, bootstrap_server,
+            zookeeper):
     """Print records of a topic (Kafka's kafka-console-consumer)."""
     from kafkalite.client.consumer import Consumer
     from kafkalite.topics import validate_topic_name
@@ -157,6 +162,8 @@ def command(ctx, topic, include, from_beginning, group, partition, offset, max_m
                              "--consumer-property")
     settings.setdefault("auto_offset_reset", "earliest" if from_beginning else "latest")
     settings.setdefault("allow_auto_create_topics", False)
+    if isolation_level is not None:
+        settings["isolation_level"] = isolation_level
     endpoints = Endpoints(ctx, bootstrap_server, zookeeper)
     zookeeper = None
     if group is not None:

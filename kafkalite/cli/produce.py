@@ -12,6 +12,13 @@ Reader properties (``--property``), as kafka-console-producer's LineMessageReade
 * ``ignore.error`` (false): skip a line without the separator instead of stopping.
 
 Records whose send fails are reported on stderr; the exit status is 1 if any failed.
+
+``--transactional-id ID`` (a kafkalite addition: Kafka 2.8's console producer cannot use
+transactions) sends the whole input as one transaction of a transactional producer -- acks=all,
+``init_transactions()``, ``begin_transaction()``, the records, and ``commit_transaction()`` at
+the end of the input, or ``abort_transaction()`` with ``--abort`` (to see what read_committed
+consumers skip). A record that fails aborts the transaction; nothing of it becomes visible to
+read_committed consumers.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from kafkalite.cli.options import (
     bootstrap_option,
     client_kwargs,
     connection_hint,
+    explicit,
     parse_bool,
     parse_properties,
     property_option,
@@ -108,12 +116,18 @@ class LineReader:
               show_default=True)
 @click.option("--linger-ms", type=int, default=None, help="batching delay (producer linger.ms)")
 @click.option("--sync", is_flag=True, help="wait for each record's acknowledgement")
+@click.option("--transactional-id", default=None,
+              help="send the whole input as one transaction with this transactional id, "
+                   "committed at the end of the input")
+@click.option("--abort", is_flag=True,
+              help="with --transactional-id: abort the transaction at the end instead")
 @click.option("--producer-property", "producer_properties", multiple=True,
               metavar="KEY=VALUE", help="producer setting in Kafka's name (repeatable), "
                                         "e.g. batch.size=16384")
 @bootstrap_option
-def command(topic, properties, acks, compression_type, linger_ms, sync, producer_properties,
-            bootstrap_server):
+@click.pass_context
+def command(ctx, topic, properties, acks, compression_type, linger_ms, sync, transactional_id,
+            abort, producer_properties, bootstrap_server):
     """Send each line of stdin as a record (Kafka's kafka-console-producer)."""
     from kafkalite.client.producer import Producer
     from kafkalite.topics import validate_topic_name
@@ -123,6 +137,15 @@ def command(topic, properties, acks, compression_type, linger_ms, sync, producer
     settings = client_kwargs(Producer, parse_properties(producer_properties,
                                                         "--producer-property"),
                              "--producer-property")
+    if abort and transactional_id is None:
+        raise CliError("--abort needs --transactional-id (which transaction to abort?)",
+                       exit_code=2)
+    if transactional_id is not None:
+        if explicit(ctx, "acks") and acks not in ("all", "-1"):
+            raise CliError(f"--transactional-id needs --acks all, got --acks {acks}",
+                           exit_code=2)
+        acks = "all"
+        settings.setdefault("transactional_id", transactional_id)
     settings.setdefault("acks", acks)
     settings.setdefault("compression_type", None if compression_type == "none"
                         else compression_type)
@@ -146,7 +169,11 @@ def command(topic, properties, acks, compression_type, linger_ms, sync, producer
         raise CliError(f"bad producer setting: {exc}", exit_code=2) from None
     interactive = sys.stdin.isatty()
     sent = 0
+    transactional = settings.get("transactional_id") is not None
     try:
+        if transactional:
+            producer.init_transactions()
+            producer.begin_transaction()
         stdin = sys.stdin.buffer
         number = 0
         while True:
@@ -172,6 +199,8 @@ def command(topic, properties, acks, compression_type, linger_ms, sync, producer
             else:
                 future.add_errback(on_error)
         producer.flush()
+        if transactional:
+            _end_transaction(producer, abort or failures["count"] > 0)
     except NoBrokersAvailableError as exc:
         raise CliError(connection_hint(exc, bootstrap_server)) from None
     except KeyboardInterrupt:
@@ -181,3 +210,22 @@ def command(topic, properties, acks, compression_type, linger_ms, sync, producer
     if failures["count"]:
         raise CliError(f"{failures['count']} of {sent} record(s) could not be sent to topic "
                        f"{topic}")
+
+
+def _end_transaction(producer, abort: bool) -> None:
+    """Commit (or abort) the input's transaction; when the commit fails (a record that could
+    not be written, say) the transaction is aborted, so the input is all or nothing."""
+    if abort:
+        producer.abort_transaction()
+        click.echo("Aborted the transaction.", err=True)
+        return
+    try:
+        producer.commit_transaction()
+    except KafkaError as exc:
+        try:
+            producer.abort_transaction()
+        except KafkaError as abort_exc:     # fenced, say: the coordinator aborts it itself
+            raise CliError(f"the transaction could not commit ({exc}) nor abort "
+                           f"({abort_exc})") from None
+        raise CliError(f"the transaction could not commit and was aborted: {exc}") from None
+    click.echo("Committed the transaction.", err=True)
