@@ -199,8 +199,9 @@ class Sender(threading.Thread):
                     self._finish_failed(unit, error, sent=False)
             return
         if tm.has_partitions_to_add() and now >= self._add_retry_at:
-            if not self.txn.add_partitions_once():
-                self._add_retry_at = self.clock() + self.retry_backoff
+            delay = self.txn.add_partitions_once()
+            if delay is not None:
+                self._add_retry_at = self.clock() + delay
 
     def _wait(self, timeout: float | None) -> None:
         """The select loop (io_loop, the consumer's fetcher runs the same): responses, request

@@ -42,6 +42,7 @@ __all__ = ["TxnCoordinatorClient", "KEY_GROUP", "KEY_TRANSACTION"]
 
 KEY_GROUP = 0
 KEY_TRANSACTION = 1
+_FIRST_ADD_BACKOFF = 0.02      # Java's ADD_PARTITIONS_RETRY_BACKOFF_MS
 
 
 class _Retry(Exception):
@@ -187,16 +188,17 @@ class TxnCoordinatorClient:
 
         self._until(deadline, f"initializing transactional id {tid!r}", attempt)
 
-    def add_partitions_once(self) -> bool:
+    def add_partitions_once(self) -> float | None:
         """One AddPartitionsToTxn for the partitions waiting to be added (sender thread).
-        True when there is nothing left to retry; False to try again after the backoff. An
-        abortable or fatal answer moves the state (the sender then fails the waiting batches)."""
+        None when there is nothing left to retry, else the seconds to wait before the retry.
+        An abortable or fatal answer moves the state (the sender then fails the waiting
+        batches)."""
         tm = self.tm
         tid = tm.transactional_id
         with self._lock:
             tps = tm.take_partitions_to_add()
             if not tps:
-                return True
+                return None
             by_topic: dict[str, list[int]] = {}
             for tp in tps:
                 by_topic.setdefault(tp[0], []).append(tp[1])
@@ -227,24 +229,29 @@ class TxnCoordinatorClient:
                                                  f"transaction of {tid!r}")
                     except KafkaError as exc:
                         log.warning("transactional id %r: %s", tid, exc)
-                    return True
+                    return None
                 if retry is not None:
                     if retry[0] == LOOKUP:
                         self._forget(KEY_TRANSACTION, tid)
                     log.debug("AddPartitionsToTxn answered %s; retrying",
                               errors.for_code(retry[1]).name)
-                    return False
-                return True
+                    if (retry[1] == errors.ConcurrentTransactionsError.code
+                            and not tm.added):
+                        # the previous transaction is still completing (its markers): Java
+                        # retries the new one's first add after 20 ms, not retry.backoff.ms
+                        return min(_FIRST_ADD_BACKOFF, self.backoff)
+                    return self.backoff
+                return None
             except _Retry as exc:
                 log.debug("AddPartitionsToTxn for %r: %s; retrying", tid, exc)
-                return False
+                return self.backoff
             except KafkaError as exc:
                 # never out of the sender thread: the state carries the error to the user,
                 # and the batches waiting for this add fail with it
                 if not tm.has_error():
                     tm.fatal(exc)
                 log.warning("transactional id %r: adding partitions failed: %s", tid, exc)
-                return True
+                return None
 
     def send_offsets(self, offsets: dict, group_id: str, generation_id: int, member_id: str,
                      group_instance_id: str | None, deadline: float | None) -> None:

@@ -403,3 +403,20 @@ def test_only_partitions_that_got_records_join_the_transaction(fake):
     [(_tid, _commit, parts)] = fake.txn.ended
     written = [("s", n) for n in range(4) if fake.values("s", n)]
     assert parts == written and len(written) > 1
+
+
+def test_the_first_add_of_a_transaction_retries_concurrent_transactions_sooner(fake):
+    # Java: the previous transaction's markers are still being written; its successor's first
+    # AddPartitionsToTxn is retried after 20 ms, later ones after retry_backoff_ms
+    with Producer(fake.bootstrap, transactional_id="tid", retry_backoff_ms=500) as p:
+        p.init_transactions()
+        tm, client = p._transaction_manager, p._txn_client
+        tm.begin_transaction()
+        fake.txn.inject[ApiKey.ADD_PARTITIONS_TO_TXN] = [
+            errors.ConcurrentTransactionsError.code] * 2
+        tm.maybe_add_partition(TopicPartition("t", 0))       # noted by hand: no sender race
+        assert client.add_partitions_once() == pytest.approx(0.02)
+        tm.added.add(TopicPartition("t", 9))                 # not the first add any more
+        assert client.add_partitions_once() == pytest.approx(0.5)
+        assert client.add_partitions_once() is None
+        assert TopicPartition("t", 0) in tm.added
