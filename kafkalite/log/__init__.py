@@ -11,7 +11,8 @@
 * ``cleaning``: the Log's cleaner part -- retention, the log start offset, compaction -- applying
   ``retention`` (which old segments go, by time, size and log start offset) and ``compaction``
   (the newest record per key kept);
-* ``segment`` and ``index``: one segment's ``.log``, ``.index`` and ``.timeindex`` files;
+* ``segment`` and ``index``: one segment's ``.log``, ``.index`` and ``.timeindex`` files
+  (``segment_loading``: a segment opened, checked and recovered);
 * ``transactions``: the Log's transaction part -- ``txn_index`` (each segment's ``.txnindex`` of
   aborted transactions), ``producer_snapshot`` (the ``.snapshot`` files of the producer state) and
   ``txn_recovery`` (the txn index rebuilt from the batches when a segment is recovered);

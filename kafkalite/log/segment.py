@@ -12,6 +12,9 @@ when more than ``index.interval.bytes`` were appended since the last entry (Kafk
 index gets an entry at the same moments, holding the segment's running max timestamp and the last
 offset of the batch that first reached it, plus a final one when the segment is sealed.
 
+Opening an existing segment and recovering it are ``segment_loading``'s (``SegmentLoading``,
+which ``LogSegment`` inherits).
+
 Scanning (``_batches``) reads the file in chunks and unpacks only batch headers with
 ``header.HEADER``; the records are never decoded here, except by ``find_offset_by_timestamp`` which
 decodes the one batch it lands in to return the exact record.
@@ -27,7 +30,8 @@ from typing import Callable, Iterator, Sequence
 
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
 from kafkalite.log.index import OffsetIndex, TimeIndex
-from kafkalite.log.txn_index import TXN_INDEX_SUFFIX, CorruptIndexError, TransactionIndex
+from kafkalite.log.segment_loading import SegmentLoading, _corrupt
+from kafkalite.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkalite.record import header as hdr
 from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
     F_ATTRIBUTES,
@@ -77,7 +81,7 @@ def txn_index_path(dir: str, base_offset: int, suffix: str = "") -> str:
     return os.path.join(dir, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX + suffix
 
 
-class LogSegment:
+class LogSegment(SegmentLoading):
     """A segment of a partition's log. Not thread-safe: one owner (the reactor thread) at a time.
 
     Opening an existing segment trusts its indexes after a sanity check and rescans only the bytes
@@ -227,94 +231,6 @@ class LogSegment:
         """Yield ``(position, BatchHeader)`` for every batch from ``start_position`` (tools)."""
         for pos, fields in self._batches(start_position):
             yield pos, hdr.BatchHeader(*fields)
-
-    # --- loading and recovery -------------------------------------------------------------------
-    def _load(self) -> None:
-        """Open an existing segment cheaply: trust sane indexes, rescan after the last entry."""
-        if not self.index.sane_for(self._size):
-            log.warning("offset index of %s is corrupt or stale; rebuilding", self.log_path)
-            self.truncated_bytes = self.recover()
-            return
-        last_offset, last_pos = self.index.last_entry
-        max_ts, offset_of_max = self.time_index.last_entry
-        next_offset = self.base_offset
-        if self.index.entries:
-            next_offset = last_offset
-        try:
-            for pos, f in self._batches(last_pos):
-                if pos == last_pos and self.index.entries and f[F_BASE_OFFSET] != last_offset:
-                    raise _error(pos, f"the last index entry says offset {last_offset} is at "
-                                      f"byte {pos}, the batch there starts at "
-                                      f"{f[F_BASE_OFFSET]}")
-                next_offset = f[F_BASE_OFFSET] + f[F_LAST_DELTA] + 1
-                if f[F_MAX_TS] > max_ts:
-                    max_ts = f[F_MAX_TS]
-                    offset_of_max = next_offset - 1
-        except CorruptRecordError as exc:
-            log.warning("segment %s is damaged after its last index entry (%s); recovering",
-                        self.log_path, exc.message)
-            self.truncated_bytes = self.recover()
-            return
-        self._next_offset = next_offset
-        if not self.time_index.sane_for(next_offset):
-            log.warning("time index of %s is corrupt; rebuilding", self.log_path)
-            self.truncated_bytes = self.recover()
-            return
-        self._max_timestamp = max_ts
-        self._offset_of_max_timestamp = offset_of_max
-        self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
-        self._update_full()
-
-    def _check_txn_index(self) -> None:
-        """Kafka's sanity check of the txn index on loading: a bad one means recovery."""
-        if self.recovered:
-            return
-        try:
-            self.txn_index.sanity_check()
-        except CorruptIndexError as exc:
-            log.warning("%s; recovering %s", exc.message, self.log_path)
-            self.truncated_bytes = self.recover()
-
-    def recover(self) -> int:
-        """Verify every batch (length, CRC, offsets increasing), rebuild both indexes, and cut the
-        file at the first invalid or torn batch. Returns the number of bytes truncated. The txn
-        index is emptied: its entries need the producer state, so the loader rebuilds it
-        (``txn_recovery``)."""
-        self.recovered = True
-        self.index.reset()
-        self.time_index.reset()
-        self.txn_index.reset()
-        file_size = os.fstat(self._fd).st_size
-        self._size = file_size
-        self._next_offset = self.base_offset
-        self._max_timestamp = -1
-        self._offset_of_max_timestamp = self.base_offset
-        self._bytes_since_index = 0
-        valid = 0
-        interval = self.config.index_interval_bytes
-        try:
-            for pos, f in self._batches(0, file_size, verify=True):
-                base = f[F_BASE_OFFSET]
-                last = base + f[F_LAST_DELTA]
-                if base < self._next_offset or last - self.base_offset > _MAX_RELATIVE:
-                    raise _error(pos, f"batch at byte {pos} has offsets {base}..{last}, "
-                                      f"expected them to start at or after {self._next_offset}")
-                self._index_batch(pos, base, last, f[F_MAX_TS], _OVERHEAD + f[F_LENGTH],
-                                  interval)
-                self._next_offset = last + 1
-                valid = pos + _OVERHEAD + f[F_LENGTH]
-        except CorruptRecordError as exc:
-            log.warning("recovery of %s: %s; truncating at byte %d", self.log_path, exc.message,
-                        exc.position)
-        truncated = file_size - valid
-        if truncated:
-            os.ftruncate(self._fd, valid)
-            os.fsync(self._fd)
-        self._size = valid
-        self.index.write()
-        self.time_index.write()
-        self._update_full()
-        return truncated
 
     def _update_full(self) -> None:
         self.full = self.index.is_full or self.time_index.is_full
@@ -510,20 +426,6 @@ class LogSegment:
         self._load_after_truncate()
         return removed
 
-    def _load_after_truncate(self) -> None:
-        last_offset, last_pos = self.index.last_entry
-        max_ts, offset_of_max = self.time_index.last_entry
-        next_offset = last_offset if self.index.entries else self.base_offset
-        for _pos, f in self._batches(last_pos):
-            next_offset = f[F_BASE_OFFSET] + f[F_LAST_DELTA] + 1
-            if f[F_MAX_TS] > max_ts:
-                max_ts, offset_of_max = f[F_MAX_TS], next_offset - 1
-        self._next_offset = next_offset
-        self._max_timestamp = max_ts
-        self._offset_of_max_timestamp = offset_of_max
-        self._bytes_since_index = self._size - last_pos if self.index.entries else self._size
-        self._update_full()
-
     def seal(self) -> None:
         """The segment stops being active: record its final max timestamp and write indexes."""
         if self._max_timestamp >= 0:
@@ -602,14 +504,4 @@ class LogSegment:
             os.unlink(self.log_path)
         except FileNotFoundError:
             pass
-
-
-def _error(position: int, message: str) -> CorruptRecordError:
-    exc = CorruptRecordError(message)
-    exc.position = position
-    return exc
-
-
-def _corrupt(position: int, message: str):
-    raise _error(position, message)
 
