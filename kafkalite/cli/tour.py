@@ -27,7 +27,8 @@ from kafkalite.cli.options import CliError
 @click.option("--non-interactive", is_flag=True, help="do not wait for Enter between steps")
 def command(bootstrap_server, zookeeper, data_dir, console_url, only, non_interactive):
     """Guided walk-throughs of topics, keys, offsets, order, groups, replication, the
-    controller and retention, on a running 'kafkalite cluster up'."""
+    controller, retention and exactly-once transactions, on a running 'kafkalite cluster
+    up'."""
     from kafkalite.cli.cluster import read_pidfile
     from kafkalite.tour.runner import Tour
     from kafkalite.tour.steps import STEPS

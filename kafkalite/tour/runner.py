@@ -90,6 +90,40 @@ class Tour:
         self.background.append(proc)
         return proc
 
+    def start_typing(self, args: list[str], lines: list[str]) -> subprocess.Popen:
+        """``kafkalite ARGS`` with ``lines`` typed on its stdin and the input left open (no
+        Ctrl-D yet), so the tour can act while it waits; ``end_input`` ends it."""
+        shown = " ".join(shlex.quote(a) for a in args)
+        click.secho(f"$ kafkalite {shown}", fg="green")
+        for line in lines:
+            click.echo(f"  > {line}")
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalite", *args], env=self.env,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        proc.stdin.write("".join(f"{line}\n" for line in lines))
+        proc.stdin.flush()
+        self.background.append(proc)
+        return proc
+
+    def end_input(self, proc: subprocess.Popen, timeout_s: float = 120.0) -> str:
+        """Ctrl-D on a ``start_typing`` command: its input ends; wait for it to exit (0, or
+        TourError) and return what it said on stderr."""
+        click.secho("  > ^D        # end of the input", fg="green")
+        proc.stdin.close()
+        try:
+            err = proc.stderr.read() if proc.wait(timeout_s) is not None else ""
+        except subprocess.TimeoutExpired:
+            raise TourError(f"the command did not finish within {timeout_s:.0f} s after the "
+                            f"end of its input") from None
+        finally:
+            if proc.poll() is not None and proc in self.background:
+                self.background.remove(proc)
+        for line in err.splitlines():
+            click.echo(f"  {line}")
+        if proc.returncode != 0:
+            raise TourError(f"it failed ({proc.returncode}): {err.strip()[-800:]}")
+        return err
+
     def stop_background(self) -> None:
         for proc in self.background:
             if proc.poll() is None:

@@ -272,6 +272,109 @@ def step_retention(t: Tour) -> None:
     t.say(f"Earliest offset now {start[TopicPartition(topic, 0)]}: what lay before is gone.")
 
 
+TXN_TOPIC = "__transaction_state"
+
+
+def _coordinator(t: Tour, transactional_id: str) -> tuple[int, int]:
+    """``(partition of __transaction_state, its leader)`` for ``transactional_id``: Kafka's
+    ``abs(javaHashCode(id)) % partitions`` (``Utils.abs``: MIN_VALUE is 0)."""
+    from kafkalite.jvm_hashing import java_string_hash
+
+    parts = partitions(t, TXN_TOPIC)
+    h = java_string_hash(transactional_id)
+    partition = (0 if h == -(1 << 31) else abs(h)) % len(parts)
+    return partition, next(p.leader for p in parts if p.partition == partition)
+
+
+def _stable_and_high(t: Tour, topic: str, count: int) -> dict[int, tuple[int, int]]:
+    """``{partition: (last stable offset, high watermark)}`` asked of the leaders."""
+    tps = [TopicPartition(topic, p) for p in range(count)]
+    with admin(t) as a:
+        high = a._list_offsets(tps, -1)                          # noqa: SLF001
+        stable = a._list_offsets(tps, -1, isolation_level=1)     # noqa: SLF001
+    return {tp.partition: (stable[tp], high[tp]) for tp in tps if tp in stable and tp in high}
+
+
+def _values(t: Tour, topic: str, isolation: str) -> list[str]:
+    out = t.kafkalite("consume", "--topic", topic, "--from-beginning", "--isolation-level",
+                      isolation, "--timeout-ms", "5000", show_lines=20)
+    return sorted(line for line in out.splitlines() if line.strip())
+
+
+def step_exactly_once(t: Tour) -> None:
+    if broker_count(t) < 3:
+        t.say("(needs 3 live brokers: 'kafkalite cluster up --brokers 3'; skipped)")
+        return
+    topic = t.name("payments")
+    committed, aborted = t.name("tx-commit"), t.name("tx-abort")
+    t.say("A transaction writes to several partitions all or nothing. Its records go into the "
+          "logs at once, but a read_committed consumer reads only up to the last stable offset "
+          "(LSO): the first record of a transaction still open. A COMMIT marker makes them "
+          "visible; after an ABORT marker they stay in the log and read_committed consumers "
+          "skip them. The transaction coordinator keeps each transaction's state in the "
+          "replicated log __transaction_state.")
+    t.kafkalite("topics", "--create", "--topic", topic, "--partitions", "3",
+                "--replication-factor", "3", "--config", "min.insync.replicas=2")
+    t.look("the Transactions band: one id turns ✔ COMMITTED, the other ✖ ABORTED; the timeline "
+           "says which producer committed or aborted a transaction on which partitions.")
+    keyed = ["--property", "parse.key=true", "--property", "key.separator=:"]
+    t.kafkalite("produce", "--topic", topic, "--transactional-id", committed, *keyed,
+                input_text="".join(f"k{n}:paid-{n}\n" for n in range(6)))
+    t.kafkalite("produce", "--topic", topic, "--transactional-id", aborted, "--abort", *keyed,
+                input_text="".join(f"k{n}:refund-{n}\n" for n in range(3)))
+    paid = sorted(f"paid-{n}" for n in range(6))
+    refunds = sorted(f"refund-{n}" for n in range(3))
+    seen_committed = _values(t, topic, "read_committed")
+    t.check("read_committed sees the 6 committed records, not the aborted ones",
+            lambda: seen_committed == paid, timeout_s=1)
+    seen_all = _values(t, topic, "read_uncommitted")
+    t.check("read_uncommitted sees all 9: the aborted records are still in the log",
+            lambda: seen_all == sorted(paid + refunds), timeout_s=1)
+
+    survivor = t.name("tx-failover")
+    coordinator_partition, coordinator = _coordinator(t, survivor)
+    t.say(f"Now a transaction through a kill -9 of its coordinator. Transactional id {survivor} "
+          f"belongs to {TXN_TOPIC} partition abs(hash) % partitions = {coordinator_partition}, "
+          f"led by broker {coordinator}: that broker is its coordinator. The producer writes "
+          f"and, before the end of its input, the coordinator is killed.")
+    before = {p: hw for p, (_lso, hw) in _stable_and_high(t, topic, 3).items()}
+    writer = t.start_typing(["produce", "--topic", topic, "--transactional-id", survivor,
+                             *keyed], [f"k{n}:paid-late-{n}" for n in range(6)])
+
+    def open_transaction():
+        now = _stable_and_high(t, topic, 3)
+        grew = [p for p, (_lso, hw) in now.items() if hw > before.get(p, hw)]
+        return (len(now) == 3 and sum(now[p][1] - before[p] for p in grew) >= 6
+                and all(now[p][0] < now[p][1] for p in grew) and now)
+    t.look(f"the partitions of {topic} it writes show '◐ open transaction': their LSO stays "
+           f"below the HW; the {survivor} id is ◐ OPEN.")
+    t.check("the 6 records are written and the transaction is open (LSO below the HW)",
+            open_transaction, timeout_s=60)
+    t.kafkalite("topics", "--describe", "--topic", topic, "--offsets")
+    t.look(f"broker {coordinator} turns DEAD; the transaction stays open while another "
+           f"replica of {TXN_TOPIC}-{coordinator_partition} takes over as its coordinator.")
+    t.kill_9(_pids(t)[coordinator], f"broker {coordinator}, the transaction coordinator of "
+                                    f"{survivor}")
+    new = t.check(f"a new leader, hence coordinator, for {TXN_TOPIC}-{coordinator_partition}",
+                  lambda: (leader := _coordinator(t, survivor)[1]) not in (-1, coordinator)
+                  and leader, timeout_s=60)
+    t.say(f"Broker {new} loaded the transaction's state from its replica of the log. The "
+          f"input ends: the producer finds the new coordinator and commits.")
+    t.end_input(writer)
+    t.check("the commit is complete: LSO = HW on every partition",
+            lambda: len(got := _stable_and_high(t, topic, 3)) == 3
+            and all(lso == hw for lso, hw in got.values()),
+            timeout_s=60)
+    _restart(t, coordinator)
+    t.check(f"broker {coordinator} is back in the ISR of {TXN_TOPIC}-{coordinator_partition}",
+            lambda: coordinator in next(p.isr for p in partitions(t, TXN_TOPIC)
+                                        if p.partition == coordinator_partition), timeout_s=60)
+    final = _values(t, topic, "read_committed")
+    late = sorted(f"paid-late-{n}" for n in range(6))
+    t.check("read_committed sees each committed record exactly once (12), no aborted one",
+            lambda: final == sorted(paid + late), timeout_s=1)
+
+
 STEPS = [
     ("topics", "Topics and partitions", step_topics),
     ("keys", "Keys choose partitions", step_keys),
@@ -281,4 +384,6 @@ STEPS = [
     ("replication", "Replication, and a leader's kill -9", step_replication),
     ("controller", "Controller failover", step_controller),
     ("retention", "Retention", step_retention),
+    ("exactly-once", "Exactly-once: transactions, and a kill -9 of their coordinator",
+     step_exactly_once),
 ]

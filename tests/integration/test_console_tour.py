@@ -1,11 +1,12 @@
 """``kafkalite tour --non-interactive`` runs every step to the end on a real ``cluster up
---detach`` of three brokers (with its console) and checks each prediction: kill -9 of a leader
-and of the controller included, the killed brokers brought back with ``cluster
-restart-broker``."""
+--detach`` of three brokers (with its console) and checks each prediction: kill -9 of a leader,
+of the controller and of a transaction coordinator included, the killed brokers brought back
+with ``cluster restart-broker``. The console said each transaction's commit or abort."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -35,12 +36,22 @@ def test_tour_runs_every_step_and_every_prediction_comes_true(tmp_path):
         for number, title in enumerate(["Topics and partitions", "Keys choose partitions",
                                          "Offsets, and replay", "Order within a partition",
                                          "A group is a queue", "Replication, and a leader's",
-                                         "Controller failover", "Retention"], 1):
+                                         "Controller failover", "Retention",
+                                         "Exactly-once: transactions, and a kill -9"], 1):
             assert f"── {number}. {title}" in out
-        assert out.count("✓ as predicted") == 13
+        assert out.count("✓ as predicted") == 20
+        assert "kill -9" in out.split("── 9. ")[1] and "HighWatermark: " in out
         assert "$ kill -9 " in out and "$ kafkalite cluster restart-broker " in out
         assert "skipped" not in out and "Not waiting" not in out
         assert out.rstrip().endswith("every prediction came true.")
+        with open(os.path.join(data_dir, "console.log"), errors="replace") as f:
+            console = f.read()
+        run_id = re.search(r"--transactional-id tx-commit-(\w+)", out).group(1)
+        for tid, verb in ((f"tx-commit-{run_id}", "committed"), (f"tx-abort-{run_id}", "aborted"),
+                          (f"tx-failover-{run_id}", "committed")):
+            said = re.findall(rf"\(transactional id {tid}, epoch \d+\) {verb} a transaction on "
+                              rf"payments-{run_id}-", console)
+            assert len(said) == 1, (tid, console[-3000:])
         status = kafkalite("cluster", "status", "--data-dir", data_dir)
         assert status.returncode == 0, status.stdout     # the killed brokers are back
     finally:
