@@ -141,14 +141,20 @@ function renderGroups(groups) {
   }));
 }
 
+const TXN_SHOWN = 12;
 const TXN_LABEL = {Empty: "○ idle", Ongoing: "◐ OPEN", PrepareCommit: "… committing",
                    PrepareAbort: "… aborting", PrepareEpochFence: "… fencing",
                    CompleteCommit: "✔ COMMITTED", CompleteAbort: "✖ ABORTED"};
 
 function renderTransactions(cluster) {
   const box = document.getElementById("txn-list");
-  const txns = cluster.transactions || [];
-  if (!txns.length) { box.textContent = "no transactional producers yet"; return; }
+  const all = cluster.transactions || [];
+  if (!all.length) { box.textContent = "no transactional producers yet"; return; }
+  // open transactions first, then the most recently finished: a long-lived cluster keeps
+  // every transactional id for transactional.id.expiration.ms (7 days)
+  const txns = [...all].sort((a, b) => (b.open - a.open) || (b.last_update_ms - a.last_update_ms))
+    .slice(0, TXN_SHOWN);
+  const more = all.length - txns.length;
   box.replaceChildren(...txns.map(t => el("div", {
       class: "txn", "data-transactional-id": t.transactional_id, "data-state": t.state,
       "data-open": String(t.open),
@@ -159,7 +165,9 @@ function renderTransactions(cluster) {
     el("span", {class: "txn-state", text: TXN_LABEL[t.state] || t.state}),
     t.partitions.length ? ` on ${t.partitions.join(", ")}` : "",
     t.coordinator === null || t.coordinator === undefined ? ""
-      : ` · coordinator broker ${t.coordinator}`)));
+      : ` · coordinator broker ${t.coordinator}`)),
+    ...(more > 0 ? [el("div", {class: "txn-more",
+                               text: `… and ${more} more transactional ids`})] : []));
 }
 
 function drawArrows() {
