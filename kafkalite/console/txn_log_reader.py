@@ -31,10 +31,12 @@ TOPIC = "__transaction_state"
 
 class TxnLogReader:
     def __init__(self, request_timeout_ms: int = 5000, budget_s: float = 3.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 consumer_factory: Callable[..., Any] | None = None):
         self.request_timeout_ms = request_timeout_ms
         self.budget_s = budget_s
         self._clock = clock
+        self._consumer_factory = consumer_factory     # tests pass a fake; else kafkalite's
         self._consumer: Any = None
         self._bootstrap: str | None = None
         self._partitions: list[TopicPartition] = []
@@ -55,8 +57,6 @@ class TxnLogReader:
             raise
 
     def _open(self, bootstrap: str, admin: Any) -> bool:
-        from kafkalite.client.consumer import Consumer
-
         try:
             (description,) = admin.describe_topics([TOPIC])
         except UnknownTopicOrPartitionError:
@@ -65,10 +65,13 @@ class TxnLogReader:
             return False
         self._partitions = [TopicPartition(TOPIC, p.partition)
                             for p in sorted(description.partitions, key=lambda p: p.partition)]
-        consumer = Consumer(bootstrap_servers=bootstrap, client_id="kafkalite-console",
-                            enable_auto_commit=False, allow_auto_create_topics=False,
-                            request_timeout_ms=max(self.request_timeout_ms, 1000),
-                            fetch_max_wait_ms=100, default_api_timeout_ms=self.request_timeout_ms)
+        factory = self._consumer_factory
+        if factory is None:
+            from kafkalite.client.consumer import Consumer as factory
+        consumer = factory(bootstrap_servers=bootstrap, client_id="kafkalite-console",
+                           enable_auto_commit=False, allow_auto_create_topics=False,
+                           request_timeout_ms=max(self.request_timeout_ms, 1000),
+                           fetch_max_wait_ms=100, default_api_timeout_ms=self.request_timeout_ms)
         try:
             consumer.assign(self._partitions)
             consumer.seek_to_beginning(*self._partitions)
