@@ -258,9 +258,6 @@ class ProducerStateTable:
             return min(self.ongoing)
         return min(min(self.ongoing), min(self.unreplicated))
 
-    def first_undecided_offset(self) -> int | None:
-        return min(self.ongoing) if self.ongoing else None
-
     # --- expiry ---------------------------------------------------------------------------------
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers with no open transaction whose last write is ``expiration_ms``
