@@ -19,6 +19,7 @@ test.
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import uuid
 from typing import Any, Iterator
@@ -38,6 +39,7 @@ pytestmark = [pytest.mark.integration]
 RECORDS = 3000
 PARTITIONS = 2
 FAULTS = ("transaction-coordinator", "partition-leader", "group-coordinator")
+COPY_S = 120        # the whole copy, fault and failover included (Kafka: about 30 s)
 
 
 @pytest.fixture(scope="module", params=SYSTEMS)
@@ -213,17 +215,36 @@ def test_copy_exactly_once_through_a_broker_kill(own_cluster, fault):
         victim = _victim(fault, bootstrap, sink, group, tid)
         cluster.kill(victim)
         killed.append(victim)
+
+    outcome: dict[str, Any] = {}
+    deadline = time.monotonic() + COPY_S
+
+    def copy() -> None:
+        try:
+            while time.monotonic() < deadline:
+                due = not killed and copier.copied >= RECORDS // 3
+                # nothing more to read and the group's offsets at the input's end: copied
+                if copier.step(kill if due else None) == 0 and copier.done(ends):
+                    outcome["done"] = True
+                    return
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            outcome["error"] = exc
+
+    # librdkafka's transactional calls can block in C past their timeouts (where no signal
+    # reaches them): the loop runs in a thread of its own, so that a hang fails the test
+    copier_thread = threading.Thread(target=copy, name="copier", daemon=True)
+    copier_thread.start()
+    copier_thread.join(COPY_S + 30)
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert time.monotonic() < deadline, (
-                f"copied {copier.copied} of {RECORDS}; recoveries {copier.recoveries}")
-            due = not killed and copier.copied >= RECORDS // 3
-            # nothing more to read and the group's offsets at the input's end: copied
-            if copier.step(kill if due else None) == 0 and copier.done(ends):
-                break
-    finally:
+        assert not copier_thread.is_alive(), (
+            f"the copier hangs in a librdkafka call after {COPY_S + 30} s (copied "
+            f"{copier.copied} of {RECORDS}, killed {killed}, recoveries {copier.recoveries})")
+        if "error" in outcome:
+            raise outcome["error"]
+        assert outcome.get("done"), (f"copied {copier.copied} of {RECORDS} in {COPY_S} s; "
+                                     f"recoveries {copier.recoveries}")
         copier.close()
+    finally:
         for victim in killed:
             cluster.restart(victim)
     assert killed
