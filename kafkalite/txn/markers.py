@@ -128,8 +128,14 @@ class TransactionMarkerChannelManager:
                                if self.state.partition_for(p.transactional_id)
                                != txn_topic_partition]
 
-    def remove_markers_for_txn_id(self, transactional_id: str) -> None:
-        self.pending.pop(transactional_id, None)
+    def remove_markers_for_txn_id(self, transactional_id: str,
+                                  coordinator_epoch: int | None = None) -> None:
+        """Forget the id's pending completion; with ``coordinator_epoch``, only one begun at
+        that epoch: a late answer to a marker of an older epoch must not cancel the markers a
+        reload at a newer epoch queued for the same transaction."""
+        pending = self.pending.get(transactional_id)
+        if pending is not None and coordinator_epoch in (None, pending.coordinator_epoch):
+            del self.pending[transactional_id]
 
     def add_txn_markers_to_broker_queue(self, transactional_id: str, producer_id: int,
                                         producer_epoch: int, commit: bool,
@@ -154,7 +160,7 @@ class TransactionMarkerChannelManager:
             if code or found is None or found.coordinator_epoch != coordinator_epoch:
                 log.info("cancelling %s's markers: the coordinator moved (error %s)",
                          transactional_id, code)
-                self.pending.pop(transactional_id, None)
+                self.remove_markers_for_txn_id(transactional_id, coordinator_epoch)
                 continue
             log.info("no leader endpoint for %s of %s: the partitions are likely deleted and "
                      "are skipped", sorted(tps), transactional_id)
@@ -316,7 +322,7 @@ class TransactionMarkerChannelManager:
             elif code in _FENCED:
                 log.info("%s's marker for %s-%d failed for good with error %d; no more "
                          "markers are sent for it", txn_id, tp.topic, tp.partition, code)
-                self.remove_markers_for_txn_id(txn_id)
+                self.remove_markers_for_txn_id(txn_id, entry.coordinator_epoch)
                 return
             elif code in _UNSUPPORTED:
                 metadata.remove_partition(tp)
@@ -324,7 +330,7 @@ class TransactionMarkerChannelManager:
                 # Kafka's completion handler throws here: the transaction's markers stop
                 log.error("unexpected error %d writing %s's marker for %s-%d", code, txn_id,
                           tp.topic, tp.partition)
-                self.remove_markers_for_txn_id(txn_id)
+                self.remove_markers_for_txn_id(txn_id, entry.coordinator_epoch)
                 return
         if retry:
             self._requeue(entry, retry)
@@ -338,7 +344,7 @@ class TransactionMarkerChannelManager:
         if code or found is None or found.coordinator_epoch != entry.coordinator_epoch:
             log.info("cancelling %s's markers: no longer its coordinator at epoch %d (error "
                      "%s)", entry.transactional_id, entry.coordinator_epoch, code)
-            self.remove_markers_for_txn_id(entry.transactional_id)
+            self.remove_markers_for_txn_id(entry.transactional_id, entry.coordinator_epoch)
             return None
         return found
 
@@ -347,8 +353,12 @@ class TransactionMarkerChannelManager:
         self.broker.reactor.callLater(RETRY_BACKOFF_S, self._queue_again, entry, partitions)
 
     def _queue_again(self, entry: MarkerEntry, partitions, schedule: bool = True) -> None:
-        if not self._running or entry.transactional_id not in self.pending:
+        pending = self.pending.get(entry.transactional_id)
+        if not self._running or pending is None:
             return
+        if pending.coordinator_epoch != entry.coordinator_epoch:
+            return   # a retry of an older epoch's marker: the newer epoch's markers are queued
+
         self.add_txn_markers_to_broker_queue(entry.transactional_id, entry.producer_id,
                                              entry.producer_epoch, entry.commit,
                                              entry.coordinator_epoch, partitions, schedule)
