@@ -326,3 +326,20 @@ def test_idle_producers_expire_but_not_open_transactions(tmp_path):
     # forgotten: its next batch starts anew at any sequence, as an unknown producer's
     assert t.produce(build_batch(old, producer_id=5, producer_epoch=0,
                                  base_sequence=7)).error_code == 0
+
+
+def test_a_waiting_read_committed_fetch_watches_the_lso(tmp_path):
+    t = Txns(tmp_path)
+    t.produce(_txn(7, 0))                                     # 0-1 open
+    t.replicate()
+    waiting = t.h.manager.fetch(FetchParams(-1, 5000, 1, 1 << 20, COMMITTED),
+                                {TP: PartitionData(0)})
+    assert _resolved(waiting) is None
+    t.produce(_batch(1))                                      # 2: the HW moves, the LSO not
+    t.replicate()
+    assert _resolved(waiting) is None
+    t.marker(7, commit=True)                                  # 3
+    t.replicate()                                             # the LSO passes the marker
+    answer = _resolved(waiting)[TP]
+    assert answer.last_stable_offset == 4 and answer.records
+    assert answer.aborted_transactions == []
