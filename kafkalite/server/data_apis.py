@@ -4,8 +4,8 @@ Each authorizes per resource as Kafka 2.8's KafkaApis does, hands the allowed pa
 ReplicaManager as plain values (``server.data_values``) and builds the model response from its
 per-partition results, the refused partitions after the served ones (Kafka's order):
 
-* Produce: a transactional id needs Write on it, and transactional batches need a transactional
-  id (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs
+* Produce: transactional batches need a transactional id and Write on it (else every partition
+  answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs
   Write (else its partitions answer TOPIC_AUTHORIZATION_FAILED).
 * Fetch: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer Read on each
   topic; what is refused answers TOPIC_AUTHORIZATION_FAILED per partition.
@@ -42,16 +42,19 @@ def _then(result, convert):
 
 def handle_produce(broker, ctx, request: m.ProduceRequest):
     authz = ctx.authz
-    if request.transactional_id is None and _has_transactional_records(request.topic_data):
-        # Kafka's handleProduceRequest: transactional records need a transactional id
-        return request.error_response(
-            errors.TransactionalIdAuthorizationFailedError.code,
-            "transactional records without a transactional id")
-    if request.transactional_id is not None and not authz.may(
-            ApiKey.PRODUCE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        return request.error_response(
-            errors.TransactionalIdAuthorizationFailedError.code,
-            f"not authorized to write as transactional id {request.transactional_id}")
+    # Kafka's handleProduceRequest asks about the transactional id only for transactional
+    # records: those need an id and Write on it; a transactional id beside plain records is
+    # not checked
+    if _has_transactional_records(request.topic_data):
+        if request.transactional_id is None:
+            return request.error_response(
+                errors.TransactionalIdAuthorizationFailedError.code,
+                "transactional records without a transactional id")
+        if not authz.may(ApiKey.PRODUCE, ResourceType.TRANSACTIONAL_ID,
+                         request.transactional_id):
+            return request.error_response(
+                errors.TransactionalIdAuthorizationFailedError.code,
+                f"not authorized to write as transactional id {request.transactional_id}")
     topic_data = request.topic_data
     refused = _NO_TOPICS
     if authz.enabled:

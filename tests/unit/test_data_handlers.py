@@ -17,6 +17,7 @@ from kafkalite.protocol.envelope import encode_request_payload
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.protocol.messages import RequestErrorResponse
 from kafkalite.record import iter_records
+from kafkalite.record.batch import build_batch
 from kafkalite.security.acl import ResourceType
 from kafkalite.server.data_apis import handle_fetch, handle_produce
 from kafkalite.server.dispatch import ApiDispatcher
@@ -101,12 +102,33 @@ def test_native_produce_serves_the_allowed_topic_and_refuses_the_other(broker):
     assert (_log_end(broker), _log_end(broker, "secret")) == (3, 0)
 
 
+def _transactional_batch():
+    return build_batch([(1000, b"k", b"v", None)], producer_id=7, producer_epoch=0,
+                       base_sequence=0, transactional=True)
+
+
 def test_a_refused_transactional_id_refuses_every_partition(broker):
-    _protocol, transport = _kafka_produce(broker, _produce_values("tx-denied"))
+    values = _produce_values("tx-denied")
+    for topic in values["topic_data"]:
+        topic["partition_data"][0]["records"] = _transactional_batch()
+    _protocol, transport = _kafka_produce(broker, values)
     [(_cid, entity)] = read_kafka_responses(transport, [(ApiKey.PRODUCE, 9)])
     assert {t.name: t.partition_responses[0].error_code for t in entity.responses} == \
         {"t": TX_DENIED, "secret": TX_DENIED}
     assert _log_end(broker) == 0
+
+
+def test_a_refused_transactional_id_beside_plain_records_is_not_asked_about(broker):
+    """Kafka 2.8's handleProduceRequest checks the transactional id only when a partition's
+    first batch is transactional."""
+    broker.authorizer.asked.clear()
+    _protocol, transport = _kafka_produce(broker, _produce_values("tx-denied"))
+    [(_cid, entity)] = read_kafka_responses(transport, [(ApiKey.PRODUCE, 9)])
+    assert {t.name: t.partition_responses[0].error_code for t in entity.responses} == \
+        {"t": 0, "secret": TOPIC_DENIED}
+    assert _log_end(broker) == 3
+    assert all(resource != ResourceType.TRANSACTIONAL_ID
+               for _op, resource, _name in broker.authorizer.asked)
 
 
 def test_acks_0_appends_without_an_answer(broker):
