@@ -180,6 +180,9 @@ public class Transactions {
                 Map<String, Long> sent = new HashMap<>();
                 offsets.forEach((tp, o) -> sent.put(String.valueOf(tp.partition()), o.offset()));
                 if (!abortedOne) {
+                    // the copies go to the log first: the abort then has records to abort
+                    // (abortTransaction alone may drop batches not sent yet)
+                    producer.flush();
                     producer.abortTransaction();
                     abortedOne = true;
                     // back to the group's committed offsets (none yet: the beginning)
