@@ -6,7 +6,7 @@ changelog), input produced and output read back with confluent-kafka (librdkafka
 The final count of every word and the sum of every (key, window) must equal a plain Python
 computation of the same input, and the internal topics Streams created must be there with Kafka's
 configs and hold what Streams wrote (the changelog's latest counts are the counts). With
-``exactly_once_beta`` the same runs against Apache Kafka; kafkalite has no transactions yet.
+``exactly_once_beta`` (transactions, KIP-447) the same holds on both systems.
 """
 
 from __future__ import annotations
@@ -177,9 +177,6 @@ def test_streams_word_count_and_windowed_sums_at_least_once(system, jvm_classes,
     _run(system, jvm_classes, tmp_path, "at_least_once")
 
 
-@pytest.mark.parametrize("system", [
-    pytest.param("kafkalite", marks=pytest.mark.xfail(strict=True,
-                                                      reason="needs transactions: issue 22")),
-    "kafka"], indirect=True)
+@pytest.mark.parametrize("system", ["kafkalite", "kafka"], indirect=True)
 def test_streams_word_count_and_windowed_sums_exactly_once_beta(system, jvm_classes, tmp_path):
     _run(system, jvm_classes, tmp_path, "exactly_once_beta")
