@@ -35,11 +35,13 @@ __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group",
 NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 GROUP_DENIED = errors.GroupAuthorizationFailedError.code
 
-# FindCoordinator's key types -> (the resource asked for Describe, the refusal's error)
+# FindCoordinator's key types -> (the resource asked for Describe, the refusal's error, its
+# message: Kafka's error response carries the error's standard text, Errors.message())
 _KEY_RESOURCES = {
-    m.COORDINATOR_KEY_GROUP: (ResourceType.GROUP, GROUP_DENIED),
+    m.COORDINATOR_KEY_GROUP: (ResourceType.GROUP, GROUP_DENIED, "Group authorization failed."),
     m.COORDINATOR_KEY_TRANSACTION: (ResourceType.TRANSACTIONAL_ID,
-                                    errors.TransactionalIdAuthorizationFailedError.code),
+                                    errors.TransactionalIdAuthorizationFailedError.code,
+                                    "Transactional Id authorization failed."),
 }
 
 
@@ -61,7 +63,7 @@ def handle_find_coordinator(broker, ctx, request: m.FindCoordinatorRequest):
     resource = _KEY_RESOURCES.get(request.key_type)
     if resource is not None and not ctx.authz.may(ApiKey.FIND_COORDINATOR, resource[0],
                                                   request.key):
-        return m.FindCoordinatorResponse(error_code=resource[1])
+        return m.FindCoordinatorResponse(error_code=resource[1], error_message=resource[2])
     d = coordinator_lookup.find_coordinator(broker, request.key, request.key_type, ctx.listener)
     return d.addCallback(lambda a: m.FindCoordinatorResponse(
         error_code=a.error_code, error_message=a.error_message, node_id=a.node_id, host=a.host,

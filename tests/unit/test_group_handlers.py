@@ -147,6 +147,9 @@ def test_find_coordinator_refuses_by_key_type(broker):
         assert (group.error_code, group.node_id) == (GROUP_DENIED, -1)
         transaction = protocol_answer("tx-secret", 1)
         assert transaction.error_code == errors.TransactionalIdAuthorizationFailedError.code
+        # Kafka's getErrorResponse: the error's standard message, no node
+        assert (group.error_message, transaction.error_message, transaction.node_id) == (
+            "Group authorization failed.", "Transactional Id authorization failed.", -1)
 
 
 # --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup --------------------------------------------------
