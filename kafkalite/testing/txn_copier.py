@@ -61,7 +61,7 @@ class Copier:
         self.producer = Producer({
             "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
             "transaction.timeout.ms": args.transaction_timeout_ms, "linger.ms": 5,
-            "log_level": 3})
+            "log_level": 3, **({"debug": args.debug} if args.debug else {})})
         self.ends = self._input_ends()
         self.transactions = 0       # begun, counting from 1
         self.copied = 0             # records in committed transactions
@@ -212,6 +212,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=500, help="records per transaction")
     parser.add_argument("--transaction-timeout-ms", type=int, default=60000)
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
+    parser.add_argument("--debug", default=None,
+                        help="librdkafka's debug contexts for the producer, e.g. eos,protocol")
     parser.add_argument("--stop-in-transaction", type=int, default=None, metavar="K",
                         help="SIGSTOP this process inside its K-th transaction")
     return parser.parse_args(argv)
@@ -225,15 +227,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class CopierProcess:
-    """One copier process: its JSON events as they come (``events``), SIGSTOP/SIGCONT, exit."""
+    """One copier process: its JSON events as they come (``events``), SIGSTOP/SIGCONT, exit;
+    its stderr (librdkafka's log) also goes to ``log_path`` when given."""
 
     def __init__(self, bootstrap: str, source: str, sink: str, group: str, transactional_id: str,
-                 *extra: str, python: str = sys.executable):
+                 *extra: str, python: str = sys.executable, log_path: str | None = None):
         command = [python, "-m", "kafkalite.testing.txn_copier", "--bootstrap", bootstrap,
                    "--input", source, "--output", sink, "--group", group,
                    "--transactional-id", transactional_id, *extra]
         self.events: list[dict[str, Any]] = []
         self.stderr: list[str] = []
+        self.log_path = log_path
+        self._log = open(log_path, "a") if log_path else None
         self._changed = threading.Condition()
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         stdin=subprocess.DEVNULL, text=True,
@@ -255,7 +260,12 @@ class CopierProcess:
                         self.stderr.append(line.rstrip("\n"))
                 else:
                     self.stderr.append(line.rstrip("\n"))
+                    if self._log is not None:
+                        self._log.write(line)
+                        self._log.flush()
                 self._changed.notify_all()
+        if not events and self._log is not None:
+            self._log.close()
 
     def committed(self) -> int:
         """How many of its transactions committed so far."""
@@ -267,9 +277,9 @@ class CopierProcess:
             return next((e for e in self.events if e["event"] == event), None)
 
     def wait_for(self, condition: Callable[["CopierProcess"], object], timeout_s: float,
-                 what: str) -> Any:
-        """Until ``condition(self)`` holds; AssertionError (with the copier's output) after
-        ``timeout_s`` or when the process ended without it."""
+                 what: str, required: bool = True) -> Any:
+        """Until ``condition(self)`` holds; after ``timeout_s``, or when the process ended
+        without it, AssertionError (with the copier's output), or None when not ``required``."""
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while True:
@@ -279,6 +289,8 @@ class CopierProcess:
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.process.poll() is not None
                                  and not any(r.is_alive() for r in self._readers)):
+                    if not required:
+                        return None
                     raise AssertionError(f"copier: no {what} after {timeout_s:.0f} s "
                                          f"(exit {self.process.poll()})\n{self.describe()}")
                 self._changed.wait(min(left, 0.5))
@@ -318,7 +330,8 @@ class CopierProcess:
             summary = Counter(e["event"] for e in self.events)
             tail = [json.dumps(e) for e in self.events
                     if e["event"] not in ("committed",)][-20:]
-            return (f"events {dict(summary)}; last: {tail}\nstderr tail:\n"
+            return (f"events {dict(summary)}; last: {tail}\nstderr tail "
+                    f"({self.log_path or 'not kept'}):\n"
                     + "\n".join(self.stderr[-30:]))
 
 
