@@ -2,7 +2,9 @@
 # Set up kafkalite on a fresh Debian/Ubuntu machine: ZooKeeper, Java and kcat from apt when missing,
 # then a virtualenv in .venv with kafkalite and its test (and, with --spark, Spark) extras. With
 # --apache-kafka, also Maven and Apache Kafka 2.8.2's jars (scripts/fetch_apache_kafka.sh), the
-# oracle that the conformance suite and the Kafka-tool tests run beside kafkalite.
+# oracle that the conformance suite and the Kafka-tool tests run beside kafkalite, and librdkafka
+# 2.0.2's own test suite, built from npm's node-rdkafka (scripts/fetch_librdkafka_tests.sh), whose
+# transaction tests run against both systems.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +66,12 @@ if [ "$APACHE_KAFKA" = 1 ]; then
   # (Debian's maven needs only a JRE, so the JDK is asked for on its own)
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
   command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+  # librdkafka's test-runner: its sources come from npm, built with the C/C++ toolchain;
+  # rapidjson's headers let 0098 (transactions read back with stats) build its checks
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  { command -v g++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1; } \
+    || missing+=(build-essential)
+  [ -f /usr/include/rapidjson/schema.h ] || missing+=(rapidjson-dev)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
@@ -78,5 +86,6 @@ fi
 .venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
 if [ "$APACHE_KAFKA" = 1 ]; then
   bash scripts/fetch_apache_kafka.sh
+  bash scripts/fetch_librdkafka_tests.sh
 fi
 echo "setup: ready (.venv with kafkalite[${EXTRAS}]; ZooKeeper at /usr/share/java/zookeeper.jar)" >&2
