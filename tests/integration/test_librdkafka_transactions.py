@@ -112,7 +112,7 @@ def assert_passed(test: str, code: int, output: str) -> None:
 
 
 @pytest.mark.parametrize("system", SYSTEMS, indirect=True)
-def test_librdkafka_0103_transactions(system, tests_dir, tmp_path):
+def test_librdkafka_0103_transactions(tests_dir, system, tmp_path):
     code, output = run_librdkafka_test(tests_dir, "0103", system.bootstrap_servers,
                                        str(tmp_path), "0103")
     assert_passed("0103_transactions", code, output)
@@ -125,7 +125,7 @@ def test_librdkafka_0103_transactions(system, tests_dir, tmp_path):
 
 
 @pytest.mark.parametrize("system", SYSTEMS, indirect=True)
-def test_librdkafka_0098_consumer_txn(system, tests_dir, tmp_path):
+def test_librdkafka_0098_consumer_txn(tests_dir, system, tmp_path):
     code, output = run_librdkafka_test(tests_dir, "0098", system.bootstrap_servers,
                                        str(tmp_path), "0098")
     assert_passed("0098_consumer_txn", code, output)
