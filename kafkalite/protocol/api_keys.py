@@ -62,6 +62,7 @@ class ApiKey(IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
 
     @classmethod
     def name_of(cls, value: int) -> str:

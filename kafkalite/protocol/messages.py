@@ -2366,6 +2366,58 @@ class TxnOffsetCommitResponse(Response):
 
 
 # ================================================================================================
+# DescribeProducers (61, KIP-664): a partition's active producers, as its replica knows them.
+# Field names are Kafka 2.8's JSON schema names.
+# ================================================================================================
+
+
+class DescribeProducersTopic(NamedTuple):
+    name: str
+    partition_indexes: list[Int32]
+
+
+class ProducerState(NamedTuple):
+    """One producer of a partition (Kafka's DescribeProducersResponseData.ProducerState)."""
+    producer_id: Int64
+    producer_epoch: Int32
+    last_sequence: Int32                 # -1: no batch of this epoch kept
+    last_timestamp: Int64                # -1: none
+    coordinator_epoch: Int32             # of its last transaction marker, -1 for none
+    current_txn_start_offset: Int64      # -1: no open transaction
+
+
+class DescribeProducersPartitionResponse(NamedTuple):
+    partition_index: Int32
+    error_code: Int16
+    error_message: str | None = None
+    active_producers: list[ProducerState] = []
+
+
+class DescribeProducersTopicResponse(NamedTuple):
+    name: str
+    partitions: list[DescribeProducersPartitionResponse]
+
+
+@_message(ApiKey.DESCRIBE_PRODUCERS)
+class DescribeProducersRequest(Request):
+    topics: list[DescribeProducersTopic] = field(default_factory=list)
+
+    def error_response(self, error_code, error_message=None):
+        # Kafka's getErrorResponse sets the code only, no message
+        return DescribeProducersResponse(topics=[
+            DescribeProducersTopicResponse(t.name, [
+                DescribeProducersPartitionResponse(p, error_code)
+                for p in t.partition_indexes])
+            for t in self.topics])
+
+
+@_message(ApiKey.DESCRIBE_PRODUCERS)
+class DescribeProducersResponse(Response):
+    throttle_time_ms: Int32 = 0
+    topics: list[DescribeProducersTopicResponse] = field(default_factory=list)
+
+
+# ================================================================================================
 # Registry
 # ================================================================================================
 
@@ -2424,6 +2476,7 @@ _PAIRS: tuple[tuple[type[Request], type[Response]], ...] = (
     (EndTxnRequest, EndTxnResponse),
     (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
     (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    (DescribeProducersRequest, DescribeProducersResponse),
 )
 
 REQUESTS: dict[int, type[Request]] = {req.API_KEY: req for req, _ in _PAIRS}

@@ -94,6 +94,7 @@ API_CHECKS: dict[int, tuple[Check, ...]] = {
     51: (Check(Op.ALTER, Res.CLUSTER),),                                                 # AlterUserScramCredentials
     57: (Check(Op.ALTER, Res.CLUSTER),),                                                 # UpdateFeatures
     60: (Check(Op.DESCRIBE, Res.CLUSTER),),     # DescribeCluster: its authorized operations
+    61: (Check(Op.READ, Res.TOPIC),),                                                 # DescribeProducers
 }
 
 #: what a SASL listener accepts before the client has authenticated (Kafka's rule)

@@ -37,6 +37,7 @@ from kafkalite.protocol.kafka.convert import features as feature_convert
 from kafkalite.protocol.kafka.convert import groups as group_convert
 from kafkalite.protocol.kafka.convert import log_dirs as log_dir_convert
 from kafkalite.protocol.kafka.convert import metadata as metadata_convert
+from kafkalite.protocol.kafka.convert import producers as producer_convert
 from kafkalite.protocol.kafka.convert import quotas as quota_convert
 from kafkalite.protocol.kafka.convert import reassignment as reassignment_convert
 from kafkalite.protocol.kafka.convert import scram as scram_convert
@@ -49,6 +50,7 @@ from kafkalite.server import feature_apis
 from kafkalite.server import scram_apis
 from kafkalite.server.feature_cache import SUPPORTED_FEATURES, UNKNOWN_EPOCH
 from kafkalite.server import log_dir_apis
+from kafkalite.server import producer_apis
 from kafkalite.server import quota_apis
 from kafkalite.server import txn_apis
 from kafkalite.server import txn_marker_apis
@@ -316,11 +318,19 @@ def _txn_rows():
     ]
 
 
+def _producer_rows():
+    # KIP-664: a partition's active producers, as its replica on this broker knows them
+    return [
+        ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, producer_apis.handle_describe_producers,
+                producer_convert.DESCRIBE_PRODUCERS),
+    ]
+
+
 def _rows():
     return (_cluster_rows() + _data_rows() + _metadata_rows() + _controller_rows()
             + _admin_rows() + _group_rows() + _acl_rows() + _reassignment_rows() + _log_dir_rows()
             + _scram_and_feature_rows()
-            + _delegation_token_rows() + _quota_rows() + _txn_rows())
+            + _delegation_token_rows() + _quota_rows() + _txn_rows() + _producer_rows())
 
 
 TABLE.update((spec.key, spec) for spec in _rows())

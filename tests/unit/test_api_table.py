@@ -77,6 +77,7 @@ KAFKALITE_SERVES |= {ApiKey.WRITE_TXN_MARKERS}                                  
 KAFKALITE_SERVES |= {ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN,  # KIP-98
                      ApiKey.END_TXN}
 KAFKALITE_SERVES |= {ApiKey.TXN_OFFSET_COMMIT}                                  # KIP-98, 447
+KAFKALITE_SERVES |= {ApiKey.DESCRIBE_PRODUCERS}                                 # KIP-664
 
 CONTROLLER_REQUESTS = (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA)
 

@@ -280,6 +280,9 @@ REQUEST_SAMPLES = [
                                         sm.TxnOffsetCommitRequestPartition(1, 0)])]),
     sm.TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=7,
                               producer_epoch=2),
+    sm.DescribeProducersRequest(topics=[sm.DescribeProducersTopic("t", [0, 2]),
+                                        sm.DescribeProducersTopic("u", [])]),
+    sm.DescribeProducersRequest(),
 ]
 
 RESPONSE_SAMPLES = [
@@ -427,6 +430,12 @@ RESPONSE_SAMPLES = [
         FetchPartitionResponse(0, 0, 10, 8, 0, BATCH, [sm.FetchAbortedTransaction(7, 2),
                                                         sm.FetchAbortedTransaction(2**40, 5)]),
         FetchPartitionResponse(1, 0, 3, 3, 0, b"", [])])]),
+    sm.DescribeProducersResponse(throttle_time_ms=1, topics=[
+        sm.DescribeProducersTopicResponse("t", [
+            sm.DescribeProducersPartitionResponse(0, 0, None, [
+                sm.ProducerState(2**40, 3, 2**31 - 1, 1_700_000_000_000, 4, 2**33),
+                sm.ProducerState(7, 0, -1, -1, -1, -1)]),
+            sm.DescribeProducersPartitionResponse(1, 6, "not here")])]),
 ]
 
 
@@ -459,6 +468,7 @@ def test_api_keys_are_kafkas_numbers():
     expected.update(DESCRIBE_CLIENT_QUOTAS=48, ALTER_CLIENT_QUOTAS=49)
     expected.update(ADD_PARTITIONS_TO_TXN=24, ADD_OFFSETS_TO_TXN=25, END_TXN=26,
                     WRITE_TXN_MARKERS=27, TXN_OFFSET_COMMIT=28)
+    expected.update(DESCRIBE_PRODUCERS=61)
     assert {k.name: k.value for k in ApiKey} == expected
     assert ApiKey.name_of(1) == "FETCH" and ApiKey.name_of(99) == "UNKNOWN(99)"
 

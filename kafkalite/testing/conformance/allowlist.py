@@ -28,8 +28,7 @@ INTERMITTENT: frozenset[str] = frozenset()
 ALLOWLIST: dict[str, str] = {
     # --- topics / metadata -----------------------------------------------------------------
     "api-versions-full-table": (
-        "issue 23: kafkalite does not advertise Kafka 2.8's transaction, "
-        "log-dir, DescribeProducers and broker-only "
+        "issue 23: kafkalite does not advertise Kafka 2.8's broker-only "
         "APIs, nor versions below kio's minima"),
     # --- produce / fetch ---------------------------------------------------------------------
     "fetch-from-follower": (
