@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from kafkalite.errors import (TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
                               code_of)
+from kafkalite.jvm_hashing import scala_hash_map_order
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ResourceType
@@ -25,15 +26,29 @@ _TOPIC_DENIED = TopicAuthorizationFailedError.code
 _UNKNOWN = UnknownTopicOrPartitionError.code
 
 
+def _long_hash(value: int) -> int:
+    """Scala's ``##`` of a Long (Statics.longHash): the Int itself when it fits, else Java's
+    Long.hashCode."""
+    if -(1 << 31) <= value < (1 << 31):
+        return value
+    u = value & 0xFFFFFFFFFFFFFFFF
+    h = (u ^ (u >> 32)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
 def active_producers(table) -> list[m.ProducerState]:
-    """A producer state table's producers (Kafka's Log.activeProducers), in the table's order:
-    the last cached batch's sequence, the last write's or marker's timestamp, the coordinator
-    epoch of the last marker, the open transaction's first offset (-1 for none)."""
+    """A producer state table's producers (Kafka's Log.activeProducers): the last cached
+    batch's sequence, the last write's or marker's timestamp, the coordinator epoch of the last
+    marker, the open transaction's first offset (-1 for none). In the order of Kafka's
+    ``mutable.Map`` of producers (its ``toMap`` keeps it up to 4 entries; beyond, Scala's
+    immutable HashMap has an order of its own, not copied)."""
+    producers = table.producers
     return [m.ProducerState(
         producer_id, entry.epoch, entry.last_sequence, entry.last_timestamp,
         entry.coordinator_epoch,
         -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset)
-        for producer_id, entry in table.producers.items()]
+        for producer_id in scala_hash_map_order(producers, _long_hash)
+        for entry in (producers[producer_id],)]
 
 
 def _partition_state(replica_manager, topic: str, partition: int

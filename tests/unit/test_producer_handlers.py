@@ -165,3 +165,18 @@ def test_a_malformed_kafka_request_closes_the_connection(broker):
     connection.dataReceived(encode_frame(payload))
     assert read_frames(transport) == []
     assert transport.disconnecting
+
+
+def test_producers_in_the_order_of_kafkas_map():
+    """Kafka's producers are a Scala mutable.HashMap keyed by Long: bucket order (the key's
+    spread hash modulo 16 here), not the order they wrote in."""
+    from kafkalite.server.producer_apis import active_producers
+    from kafkalite.server.producer_state import ProducerEntry, ProducerStateTable
+
+    table = ProducerStateTable()
+    for pid in (20, 3, 2**40 + 1, 17):
+        table.producers[pid] = ProducerEntry(epoch=pid % 7)
+    # 20 -> bucket 4, 3 -> 3, 2**40 + 1 -> Long.hashCode 257 -> 1, 17 -> 1: a bucket's
+    # entries by hash (Scala 2.13's sorted bucket lists), 17 before 257
+    assert [s.producer_id for s in active_producers(table)] == [17, 2**40 + 1, 3, 20]
+    assert [s.producer_epoch for s in active_producers(table)] == [3, (2**40 + 1) % 7, 3, 6]
