@@ -154,7 +154,7 @@ def test_broker_api_versions_served_as_kafka_does(api_versions):
 @pytest.mark.xfail(strict=True, reason=(
     "kafkalite does not serve Kafka 2.8's whole API set (transactions, AlterReplicaLogDirs, "
     "DescribeLogDirs, ElectLeaders, partition reassignments, client quotas, "
-    "SCRAM credentials, AlterIsr, UpdateFeatures, DescribeProducers; the controller's APIs are "
+    "SCRAM credentials, AlterIsr, UpdateFeatures; the controller's APIs are "
     "not advertised) nor the oldest versions (Produce < 3, Fetch < 4, ...): issue 23 (the rest "
     "of Kafka 2.8's API set)"))
 def test_broker_api_versions_match_kafka(api_versions):
