@@ -63,8 +63,8 @@ def cluster(request, zookeeper, tmp_path_factory):
 
     overrides = {key.replace("_", "."): value for key, value in SETTINGS.items()}
     chroot = session_chroot(zookeeper, "txn-py")
-    made = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3, workdir=str(tmp_path_factory.mktemp("txn-py")),
-                        overrides=overrides)
+    made = LocalCluster(f"{zookeeper.connect_string}{chroot}", 3,
+                        workdir=str(tmp_path_factory.mktemp("txn-py")), overrides=overrides)
     made.start()
     failed_before = request.session.testsfailed
     yield made
