@@ -1,0 +1,351 @@
+"""kafkalite and Apache Kafka 2.8.2 side by side, one after the other in one invocation, with the
+same clients, the same settings and the same warm-up; one table and JSON lines (issue 26, item 1).
+
+    .venv/bin/python bench/vs_kafka.py [--quick] [--reps 3] [--json PATH]
+                                       [--systems kafkalite kafka]
+
+One ZooKeeper; each system gets a chroot of its own and is measured alone: first a 1-broker
+cluster, then a 3-broker one, both stopped before the other system starts. Every measured shape
+is first run once on the system as a warm-up pass: that pass's figure is the *cold* one, printed
+beside the median of the ``--reps`` passes after it (the *warm* one). The ratio column is
+kafkalite / Kafka of the warm figures (for rates, above 1 is kafkalite ahead; for times and
+memory, below 1 is). The 1-minute load average taken after each system's runs of a row is
+printed beside its figure, since the machine may be shared.
+
+Clients (bench/vs_kafka_clients.py): librdkafka 2.0.2's ``rdkafka_performance`` (built on first
+use by bench/build_rdkafka_performance.sh), Kafka's ProducerPerformance (the Java producer),
+confluent-kafka and kafkalite's own client in plain Python loops. Records are 100 B. Both
+systems' brokers run with their defaults apart from the settings below (``SETTINGS``); Kafka's
+brokers get a 1 GB heap, as ``kafka-server-start.sh`` gives them. ``--quick`` runs every row
+with small numbers and one pass after the warm-up (a smoke test, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(BENCH))
+sys.path.insert(0, BENCH)
+
+import vs_kafka_clients as clients  # noqa: E402
+
+# Given to both systems' brokers (beside each one's defaults).
+SETTINGS: dict[str, object] = {
+    "num.partitions": 1,
+    "auto.create.topics.enable": "true",
+    "group.initial.rebalance.delay.ms": 0,
+    "delete.topic.enable": "true",
+}
+SYSTEMS = ("kafkalite", "kafka")
+
+
+@dataclass
+class Sizes:
+    records: int          # a librdkafka throughput pass
+    java_records: int     # a ProducerPerformance pass
+    loop_records: int     # a Python loop pass
+    latency_s: float      # a latency pass
+    reps: int
+    warm_up: bool = True  # a pass before the measured ones (its figure is the cold one)
+
+
+FULL = Sizes(records=2_000_000, java_records=1_000_000, loop_records=500_000, latency_s=5.0,
+             reps=3)
+QUICK = Sizes(records=20_000, java_records=20_000, loop_records=5_000, latency_s=0.6, reps=1,
+              warm_up=False)
+
+
+@dataclass
+class Row:
+    """One measured shape: per system the warm figures (one per pass), the cold one, the load."""
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    warm: dict[str, list[float]] = field(default_factory=dict)
+    cold: dict[str, float | None] = field(default_factory=dict)
+    load: dict[str, float] = field(default_factory=dict)
+
+    def value(self, system: str) -> float | None:
+        values = self.warm.get(system)
+        return clients.median(values) if values else None
+
+    def ratio(self) -> float | None:
+        a, b = self.value("kafkalite"), self.value("kafka")
+        return a / b if a and b else None
+
+
+class Bench:
+    def __init__(self, sizes: Sizes, workdir: str):
+        self.sizes = sizes
+        self.workdir = workdir
+        self.rows: dict[str, Row] = {}
+        self.binary = clients.rdkafka_performance()
+        self.system = ""
+
+    # --- recording ---------------------------------------------------------------------------
+    def row(self, key: str, label: str, unit: str, higher_is_better: bool) -> Row:
+        if key not in self.rows:
+            self.rows[key] = Row(key, label, unit, higher_is_better)
+        return self.rows[key]
+
+    def measure(self, key: str, label: str, unit: str, higher_is_better: bool, once) -> None:
+        """``once()`` a warm-up pass (the cold figure) then ``reps`` times (the warm ones)."""
+        row = self.row(key, label, unit, higher_is_better)
+        row.cold[self.system] = once() if self.sizes.warm_up else None
+        row.warm[self.system] = [once() for _ in range(self.sizes.reps)]
+        row.load[self.system] = os.getloadavg()[0]
+        print(f"  {self.system:<9} {label:<58} {_fmt(row.value(self.system), unit):>12}"
+              f"  (cold {_fmt(row.cold[self.system], unit)}; load {row.load[self.system]:.1f})",
+              flush=True)
+
+    def record(self, key: str, label: str, unit: str, higher_is_better: bool,
+               value: float) -> None:
+        """A figure taken once per system (start-up time, memory)."""
+        row = self.row(key, label, unit, higher_is_better)
+        row.warm[self.system] = [value]
+        row.cold[self.system] = None
+        row.load[self.system] = os.getloadavg()[0]
+        print(f"  {self.system:<9} {label:<58} {_fmt(value, unit):>12}"
+              f"  (load {row.load[self.system]:.1f})", flush=True)
+
+    # --- clusters ----------------------------------------------------------------------------
+    def cluster(self, zk_connect: str, brokers: int):
+        """A stopped cluster of the current system (LocalCluster or ApacheKafkaCluster)."""
+        from kafkalite.local.cluster import LocalCluster
+        from kafkalite.local.zookeeper import create_chroots
+        from kafkalite.testing.apache_kafka import ApacheKafkaCluster
+
+        chroot = create_chroots(zk_connect, f"vs-{self.system}-{brokers}")[0]
+        settings = {**SETTINGS, "offsets.topic.replication.factor": min(3, brokers),
+                    "default.replication.factor": min(3, brokers)}
+        folder = os.path.join(self.workdir, f"{self.system}-{brokers}")
+        if self.system == "kafkalite":
+            return LocalCluster(zk_connect + chroot, brokers, workdir=folder, overrides=settings,
+                                die_with_parent=signal.SIGKILL, start_timeout_s=120)
+        return ApacheKafkaCluster(zk_connect + chroot, brokers, workdir=folder,
+                                  overrides=settings, heap="1g")
+
+    @staticmethod
+    def start(cluster) -> float:
+        """Seconds from spawning the brokers until every one answers Metadata listing all."""
+        started = time.perf_counter()
+        cluster.start()
+        return time.perf_counter() - started
+
+    @staticmethod
+    def pids(cluster) -> list[int]:
+        return [b.process.pid for b in cluster.brokers.values() if b.running]
+
+    def topic(self, bootstrap: str, partitions: int, rf: int, **config: str) -> str:
+        """A fresh topic, waited for until every partition has a leader."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        from kafkalite.local.cluster import wait_until
+
+        name = f"vs-{uuid.uuid4().hex[:10]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(name, partitions, rf, config=config)])[name].result(60)
+
+        def led() -> bool:
+            meta = admin.list_topics(name, timeout=5).topics.get(name)
+            return (meta is not None and meta.error is None and len(meta.partitions) == partitions
+                    and all(p.leader >= 0 for p in meta.partitions.values()))
+        wait_until(led, 60, f"topic {name}'s leaders", interval_s=0.1)
+        return name
+
+    # --- the rows ----------------------------------------------------------------------------
+    def one_broker(self, zk_connect: str) -> None:
+        s, rdk = self.sizes, self.binary
+        cluster = self.cluster(zk_connect, 1)
+        try:
+            self.record("up1", "1 broker up, answering metadata", "s", False, self.start(cluster))
+            boot = cluster.bootstrap_servers
+            [pid] = self.pids(cluster)
+            self.record("rss_idle1", "broker memory at idle (1 broker)", "MB", False, _rss_mb(pid))
+            one = self.topic(boot, 1, 1)
+            cpu0 = _cpu_s(pid)
+            self.measure("p1", "produce 1 broker, 1 partition, acks=1 (rdkafka_perf)", "rec/s",
+                         True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1"))
+            passes = int(s.warm_up) + s.reps
+            self.record("cpu1", "broker CPU s per 1M records produced (row above)", "s", False,
+                        (_cpu_s(pid) - cpu0) / (passes * s.records / 1e6))
+            self.measure("c1", "consume, same partition (rdkafka_perf)", "rec/s", True,
+                         lambda: clients.rdk_consume(rdk, boot, one, s.records))
+            six = self.topic(boot, 6, 1)
+            self.measure("p6", "produce 1 broker, 6 partitions, acks=1 (rdkafka_perf)", "rec/s",
+                         True, lambda: clients.rdk_produce(rdk, boot, six, s.records, 100, "1"))
+            self.measure("p1kb", "produce 1 broker, 1 partition, 1 KB records", "rec/s", True,
+                         lambda: clients.rdk_produce(rdk, boot, one, s.records // 4, 1000, "1"))
+            self.measure("p1lz4", "produce 1 broker, 1 partition, lz4 (rdkafka_perf)", "rec/s",
+                         True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1",
+                                                           compression="lz4"))
+            self.record("rss_load1", "broker memory after the throughput rows (1 broker)", "MB",
+                        False, _rss_mb(pid))
+            self.measure("pjava", "produce 1 partition, acks=1 (Java ProducerPerformance)",
+                         "rec/s", True,
+                         lambda: clients.java_produce(boot, one, s.java_records, 100, "1"))
+            loop = self.topic(boot, 1, 1)
+            self.measure("pck", "produce, confluent-kafka Python loop", "rec/s", True,
+                         lambda: clients.confluent_produce(boot, loop, s.loop_records, 100, "1"))
+            self.measure("cck", "consume, confluent-kafka Python loop", "rec/s", True,
+                         lambda: clients.confluent_consume(boot, loop, s.loop_records))
+            own = self.topic(boot, 1, 1)
+            self.measure("pkl", "produce, kafkalite client Python loop", "rec/s", True,
+                         lambda: clients.kafkalite_produce(boot, own, s.loop_records, 100, "1"))
+            self.measure("ckl", "consume, kafkalite client Python loop", "rec/s", True,
+                         lambda: clients.kafkalite_consume(boot, own, s.loop_records))
+            for rate in (1000, 5000):
+                self.latency(boot, 1, "1", rate, end_to_end=False)
+            for rate in (1000, 5000):
+                self.latency(boot, 1, "1", rate, end_to_end=True)
+            self.record("rss_end1", "broker memory after the runs (1 broker)", "MB", False,
+                        _rss_mb(pid))
+        finally:
+            cluster.stop()
+
+    def latency(self, boot: str, rf: int, acks: str, rate: int, end_to_end: bool) -> None:
+        """p50 / p99 / p99.9 rows of one latency shape; each pass on a fresh 1-partition topic."""
+        kind = "end-to-end" if end_to_end else "delivery"
+        where = f"{rf} broker{'s' if rf > 1 else ''}"
+        passes: list[dict[str, float]] = []
+
+        def once() -> dict[str, float]:
+            topic = self.topic(boot, 1, rf, **({"min.insync.replicas": "2"} if rf > 1 else {}))
+            return clients.rdk_latency(self.binary, boot, topic, rate, self.sizes.latency_s,
+                                       acks, end_to_end)
+        cold = once() if self.sizes.warm_up else {}
+        passes = [once() for _ in range(self.sizes.reps)]
+        for q in ("p50", "p99", "p99.9"):
+            key = f"lat-{kind}-{rf}-{acks}-{rate}-{q}"
+            shown = "all" if acks == "-1" else acks
+            row = self.row(key, f"{kind} latency {q}, {where}, acks={shown}, {rate:,} rec/s",
+                           "ms", False)
+            row.cold[self.system] = cold.get(q)
+            row.warm[self.system] = [p[q] for p in passes]
+            row.load[self.system] = os.getloadavg()[0]
+            print(f"  {self.system:<9} {row.label:<58} {_fmt(row.value(self.system), 'ms'):>12}"
+                  f"  (cold {_fmt(cold.get(q), 'ms')}; load {row.load[self.system]:.1f})",
+                  flush=True)
+
+    def three_brokers(self, zk_connect: str) -> None:
+        s, rdk = self.sizes, self.binary
+        cluster = self.cluster(zk_connect, 3)
+        try:
+            self.record("up3", "3-broker cluster up, every broker answering metadata", "s",
+                        False, self.start(cluster))
+            boot = cluster.bootstrap_servers
+            pids = self.pids(cluster)
+            self.record("rss_idle3", "broker memory at idle (3 brokers, sum)", "MB", False,
+                        sum(_rss_mb(pid) for pid in pids))
+            topic = self.topic(boot, 3, 3, **{"min.insync.replicas": "2"})
+            self.measure("p3all", "produce 3 brokers, rf 3, 3 partitions, acks=all, min.isr 2",
+                         "rec/s", True,
+                         lambda: clients.rdk_produce(rdk, boot, topic, s.records // 2, 100, "-1"))
+            self.record("rss_load3", "broker memory after the acks=all row (3 brokers, sum)",
+                        "MB", False, sum(_rss_mb(pid) for pid in pids))
+            self.latency(boot, 3, "-1", 1000, end_to_end=False)
+            self.latency(boot, 3, "1", 1000, end_to_end=False)
+        finally:
+            cluster.stop()
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children's (a JVM is one process; so is a broker)."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process used so far (/proc/<pid>/stat fields 14, 15)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "rec/s":
+        return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
+    if unit == "ms":
+        return f"{value:.2f} ms" if value < 10 else f"{value:.0f} ms"
+    if unit == "MB":
+        return f"{value:.0f} MB"
+    return f"{value:.2f} s"
+
+
+def table(rows: list[Row]) -> str:
+    head = (f"| shape | kafkalite | Kafka 2.8.2 | kafkalite / Kafka | cold kafkalite | cold Kafka "
+            f"| load (kl / K) |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = row.ratio()
+        lines.append(
+            f"| {row.label} | {_fmt(row.value('kafkalite'), row.unit)} "
+            f"| {_fmt(row.value('kafka'), row.unit)} "
+            f"| {'-' if ratio is None else f'×{ratio:.2f}'} "
+            f"| {_fmt(row.cold.get('kafkalite'), row.unit)} "
+            f"| {_fmt(row.cold.get('kafka'), row.unit)} "
+            f"| {row.load.get('kafkalite', 0):.1f} / {row.load.get('kafka', 0):.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small numbers: a smoke test")
+    parser.add_argument("--reps", type=int, help="passes after the warm-up (default 3; 1 quick)")
+    parser.add_argument("--json", help="write one JSON line per row to this file")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    if args.reps:
+        sizes.reps = args.reps
+
+    from kafkalite.local.zookeeper import start_zookeeper
+
+    workdir = tempfile.mkdtemp(prefix="vs-kafka-")
+    bench = Bench(sizes, workdir)
+    started = time.monotonic()
+    zookeeper = start_zookeeper(os.path.join(workdir, "zk"))
+    try:
+        for system in args.systems:
+            print(f"--- {system}", flush=True)
+            bench.system = system
+            bench.one_broker(zookeeper.connect_string)
+            bench.three_brokers(zookeeper.connect_string)
+    finally:
+        zookeeper.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    rows = list(bench.rows.values())
+    warm = "a warm-up" if sizes.warm_up else "no warm-up"
+    print(f"\n{'quick (smoke) run' if args.quick else 'full run'}: {sizes.reps} pass(es) after "
+          f"{warm} per shape, medians; {time.monotonic() - started:.0f} s; "
+          f"{os.cpu_count()} CPUs, load now {os.getloadavg()[0]:.1f}\n")
+    print(table(rows), flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            for row in rows:
+                fh.write(json.dumps({
+                    "key": row.key, "shape": row.label, "unit": row.unit,
+                    "kafkalite": row.value("kafkalite"), "kafka": row.value("kafka"),
+                    "ratio": row.ratio(), "passes": row.warm, "cold": row.cold,
+                    "load1": row.load, "quick": args.quick}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The clients bench/vs_kafka.py drives, each against a bootstrap address and nothing else, so that
+kafkalite and Apache Kafka 2.8.2 are measured by the very same calls.
+
+- librdkafka 2.0.2's ``rdkafka_performance`` (built by ``bench/build_rdkafka_performance.sh``):
+  produce and consume throughput, and per-record latency with ``-l -A <file>`` (the producer's
+  file holds delivery latencies, the consumer's end-to-end ones, in microseconds);
+- Kafka 2.8.2's own ProducerPerformance (the Java client), run from the fetched jars;
+- confluent-kafka in a plain Python loop (``bench/kafka_client_bench.py``'s loops);
+- kafkalite's own Python client in a plain loop (``bench/plain_loop_bench.py``'s loops).
+
+Each function returns records per second (or latencies in ms) and raises RuntimeError with the
+tool's output when it fails: a bench that silently reports nothing would hide a broken system.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(BENCH))
+sys.path.insert(0, BENCH)
+
+_PRODUCED = re.compile(r"(\d+) messages produced .*?(\d+) delivered .*? in (\d+)ms")
+_CONSUMED = re.compile(r"(\d+) messages \(\d+ bytes\) consumed in (\d+)ms")
+
+
+def rdkafka_performance() -> str:
+    """The binary's path, building it on first use (bench/build_rdkafka_performance.sh)."""
+    out = subprocess.run(["bash", os.path.join(BENCH, "build_rdkafka_performance.sh")],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"build_rdkafka_performance.sh failed:\n{out.stderr}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _run(command: list[str], timeout_s: float) -> str:
+    out = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                         stdin=subprocess.DEVNULL, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {out.returncode}:\n"
+                           f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return out.stdout + out.stderr
+
+
+def rdk_produce(binary: str, bootstrap: str, topic: str, n: int, size: int, acks: str,
+                compression: str = "none", timeout_s: float = 600) -> float:
+    """rdkafka_performance -P: records/s delivered (its own clock, first send to last report).
+    Records without a key go to the topic's partitions at random (``-p`` not given)."""
+    command = [binary, "-P", "-t", topic, "-b", bootstrap, "-s", str(size), "-c", str(n),
+               "-a", acks, "-z", compression, "-X", "linger.ms=5",
+               "-X", "queue.buffering.max.messages=1000000", "-q"]
+    text = _run(command, timeout_s)
+    match = _PRODUCED.search(text)
+    if not match or int(match.group(2)) < n:
+        raise RuntimeError(f"rdkafka_performance -P delivered fewer than {n}:\n{text[-2000:]}")
+    return int(match.group(2)) / (max(1, int(match.group(3))) / 1000)
+
+
+def rdk_consume(binary: str, bootstrap: str, topic: str, n: int, partition: int = 0,
+                timeout_s: float = 600) -> float:
+    """rdkafka_performance -C from the beginning of one partition until ``n`` records: rec/s."""
+    text = _run([binary, "-C", "-t", topic, "-p", str(partition), "-b", bootstrap, "-o",
+                 "beginning", "-c", str(n), "-q"], timeout_s)
+    match = _CONSUMED.search(text)
+    if not match or int(match.group(1)) < n:
+        raise RuntimeError(f"rdkafka_performance -C read fewer than {n}:\n{text[-2000:]}")
+    return int(match.group(1)) / (max(1, int(match.group(2))) / 1000)
+
+
+def percentiles(values_us: list[float]) -> dict[str, float]:
+    """p50/p99/p99.9 and max, in milliseconds, of latencies given in microseconds."""
+    ordered = sorted(values_us)
+    if not ordered:
+        raise RuntimeError("no latency samples")
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0
+    return {"p50": at(0.50), "p99": at(0.99), "p99.9": at(0.999), "max": ordered[-1] / 1000.0}
+
+
+def _samples(path: str, skip: int) -> list[float]:
+    with open(path) as fh:
+        values = [float(line) for line in fh if line.strip()]
+    return values[skip:]
+
+
+def rdk_latency(binary: str, bootstrap: str, topic: str, rate: int, seconds: float, acks: str,
+                end_to_end: bool, timeout_s: float = 300) -> dict[str, float]:
+    """Latency at ``rate`` records/s for ``seconds``, linger.ms 0: delivery latency from the
+    producer's own reports, or end-to-end from a consumer in a process of its own, reading the
+    fresh ``topic`` from its beginning (so none is missed however late it connects). The first
+    second's samples are dropped (connection set-up)."""
+    n = max(10, int(rate * seconds))
+    with tempfile.TemporaryDirectory(prefix="vs-kafka-lat-") as tmp:
+        produced, consumed = os.path.join(tmp, "dr.txt"), os.path.join(tmp, "e2e.txt")
+        consumer = None
+        if end_to_end:
+            consumer = subprocess.Popen(
+                [binary, "-C", "-t", topic, "-p", "0", "-b", bootstrap, "-o", "beginning", "-l",
+                 "-A", consumed, "-c", str(n), "-q", "-X", "fetch.wait.max.ms=100"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            time.sleep(0.5)  # the consumer's connection first, so its fetches are already waiting
+        try:
+            _run([binary, "-P", "-t", topic, "-p", "0", "-b", bootstrap, "-s", "100", "-c",
+                  str(n), "-r", str(rate), "-a", acks, "-l", "-A", produced,
+                  "-X", "linger.ms=0", "-q"], timeout_s)
+            if consumer is not None:
+                try:
+                    consumer.wait(60)
+                except subprocess.TimeoutExpired:
+                    consumer.kill()
+                    raise RuntimeError("the latency consumer did not read every record")
+        finally:
+            if consumer is not None and consumer.poll() is None:
+                consumer.kill()
+                consumer.wait()
+        return percentiles(_samples(consumed if end_to_end else produced, min(rate, n // 2)))
+
+
+def java_produce(bootstrap: str, topic: str, n: int, size: int, acks: str,
+                 timeout_s: float = 600) -> float:
+    """Kafka 2.8.2's ProducerPerformance (the Java producer, default settings besides acks and
+    linger.ms 5 as the other clients): records/s."""
+    from kafkalite.testing.apache_kafka import java_command
+
+    command = java_command("org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                           "--num-records", str(n), "--record-size", str(size),
+                           "--throughput", "-1", "--producer-props",
+                           f"bootstrap.servers={bootstrap}", f"acks={acks}", "linger.ms=5",
+                           heap="512m")
+    command.remove("-XX:TieredStopAtLevel=1")   # a throughput run wants C2, as a broker does
+    text = _run(command, timeout_s)
+    match = re.search(r"(\d+) records sent, ([\d.]+) records/sec", text)
+    if not match or int(match.group(1)) < n:
+        raise RuntimeError(f"ProducerPerformance sent fewer than {n}:\n{text[-2000:]}")
+    return float(match.group(2))
+
+
+def confluent_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
+    from kafka_client_bench import produce
+
+    return n / produce(bootstrap, topic, n, b"x" * size, acks, "none")
+
+
+def confluent_consume(bootstrap: str, topic: str, n: int) -> float:
+    from kafka_client_bench import consume
+
+    return n / consume(bootstrap, topic, 1, n)
+
+
+def kafkalite_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
+    from plain_loop_bench import produce_loop
+
+    return n / produce_loop(bootstrap, topic, n, b"x" * size, acks=int(acks))
+
+
+def kafkalite_consume(bootstrap: str, topic: str, n: int) -> float:
+    from plain_loop_bench import poll_loop
+
+    return n / poll_loop(bootstrap, topic, n)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
