@@ -6,16 +6,18 @@ librdkafka documents: a read_committed consumer in group G (no auto commit), a t
 producer, one transaction per batch (``--batch`` records): begin, produce the transformed records,
 ``send_offsets_to_transaction`` with the consumer's group metadata (KIP-447), commit. A retriable
 error retries the same call; an error that needs an abort aborts and rewinds the consumer to the
-group's committed offsets; a fatal error (the producer fenced) ends the process with exit code 2.
-It exits 0 once the group's committed offsets reach the input's end offsets, taken when it starts
-(the input is written before the copier runs).
+group's committed offsets; a fatal error (the producer fenced) ends the process with exit code 2,
+a transactional call hanging well past its timeout (a librdkafka stall) with exit code 3 (a new
+copier with the same transactional id takes over, as after any crash). It exits 0 once the
+group's committed offsets reach the input's end offsets, taken when it starts (the input is
+written before the copier runs).
 
 It is a process of its own, not a thread of a test, so a test can SIGSTOP it and abandon its open
 transaction, or kill it, as a real application would be. Each record copied keeps the input's
 partition and offset in its value (``"<partition>:<offset>:<input value>"``) and goes to the same
 partition of OUT, so a duplicate or a gap in the output names the input record. The process
 reports on stdout, one JSON object a line (``event``: ``started``, ``committed``, ``aborted``,
-``stopping``, ``fatal``, ``done``); :class:`CopierProcess` runs it and follows them.
+``stopping``, ``fatal``, ``stalled``, ``done``); :class:`CopierProcess` runs it and follows them.
 
 ``--stop-in-transaction K`` makes the copier SIGSTOP itself inside its K-th transaction, after
 the records are written (flushed) and before the offsets and the commit: the deterministic
@@ -40,6 +42,9 @@ from collections import Counter
 from typing import Any, Callable
 
 EXIT_FATAL = 2
+EXIT_STALLED = 3
+API_TIMEOUT_S = 30          # each transactional call's own timeout
+STALL_MARGIN_S = 15         # a call still running this long after its timeout is stalled
 
 
 def _say(event: str, **fields: Any) -> None:
@@ -81,7 +86,7 @@ class Copier:
     def run(self) -> int:
         from confluent_kafka import KafkaException
 
-        self.producer.init_transactions(120)
+        self._guarded("init_transactions", lambda: self.producer.init_transactions(120), 120)
         self.consumer.subscribe([self.args.input])
         _say("started", ends=self.ends, pid=os.getpid())
         try:
@@ -132,14 +137,17 @@ class Copier:
                 _say("continued", transaction=number)
             positions = [TopicPartition(self.args.input, p, o) for p, o in sorted(offsets.items())]
             metadata = self.consumer.consumer_group_metadata()
-            self._retrying(lambda: self.producer.send_offsets_to_transaction(
-                positions, metadata, 60))
-            self._retrying(lambda: self.producer.commit_transaction(60))
+            self._retrying(lambda: self._guarded(
+                "send_offsets_to_transaction", lambda: self.producer.send_offsets_to_transaction(
+                    positions, metadata, API_TIMEOUT_S)))
+            self._retrying(lambda: self._guarded(
+                "commit_transaction", lambda: self.producer.commit_transaction(API_TIMEOUT_S)))
         except KafkaException as exc:
             error = exc.args[0]
             if error.fatal() or not error.txn_requires_abort():
                 raise
-            self._retrying(lambda: self.producer.abort_transaction(60))
+            self._retrying(lambda: self._guarded(
+                "abort_transaction", lambda: self.producer.abort_transaction(API_TIMEOUT_S)))
             self.rewind_pending = True
             _say("aborted", transaction=number, error=error.name(), text=error.str())
             return
@@ -160,6 +168,26 @@ class Copier:
     def _flushed(left: int) -> None:
         if left:
             raise RuntimeError(f"{left} records not delivered within the flush timeout")
+
+    @staticmethod
+    def _guarded(name: str, call: Callable[[], Any], timeout_s: float = API_TIMEOUT_S) -> Any:
+        """``call`` (a transactional API call given ``timeout_s``); when it has not returned
+        ``STALL_MARGIN_S`` after that, the process reports ``stalled`` and exits with
+        EXIT_STALLED, as a supervised application whose health check failed would be restarted.
+        librdkafka (2.16) does stall so: a TxnOffsetCommit waiting for a cached group
+        coordinator that went down is examined again only when some broker connection changes
+        state, and its timeout is not enforced."""
+        def stalled() -> None:
+            _say("stalled", call=name, after_s=timeout_s + STALL_MARGIN_S)
+            os._exit(EXIT_STALLED)
+
+        watchdog = threading.Timer(timeout_s + STALL_MARGIN_S, stalled)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            return call()
+        finally:
+            watchdog.cancel()
 
     @staticmethod
     def _retrying(call: Callable[[], Any]) -> Any:
