@@ -163,6 +163,7 @@ class KafkaBrokerProcess(ChildProcess):
     config_path: str
     log_path: str
     process: subprocess.Popen | None = None
+    extra_port: int | None = None       # the cluster's extra_listener, when it has one
 
     @property
     def address(self) -> str:
@@ -194,6 +195,9 @@ class ApacheKafkaCluster:
     start_timeout_s: float = 120.0
     first_broker_id: int = 1
     die_with_parent: int | None = signal.SIGKILL
+    # a second listener's name (e.g. SASL_SSL) beside PLAINTEXT, on a port of its own per broker
+    # (``broker.extra_port``); its protocol map and security settings come in ``overrides``
+    extra_listener: str | None = None
 
     def __post_init__(self) -> None:
         libs_dir()          # fail at once, naming the fix, when Kafka is not fetched
@@ -208,7 +212,8 @@ class ApacheKafkaCluster:
                 broker_id=broker_id, port=free_port(),
                 log_dir=os.path.join(self.workdir, f"kafka-{broker_id}-data"),
                 config_path=os.path.join(self.workdir, f"kafka-{broker_id}.properties"),
-                log_path=os.path.join(self.workdir, f"kafka-{broker_id}.log"))
+                log_path=os.path.join(self.workdir, f"kafka-{broker_id}.log"),
+                extra_port=free_port() if self.extra_listener else None)
 
     # --- configuration ------------------------------------------------------------------------
     def settings(self, broker: KafkaBrokerProcess) -> dict[str, object]:
@@ -225,11 +230,17 @@ class ApacheKafkaCluster:
             **BASE_SETTINGS,
         }
         settings.update(self.overrides)
+        if self.extra_listener:
+            settings["listeners"] = (f"PLAINTEXT://127.0.0.1:{broker.port},"
+                                     f"{self.extra_listener}://127.0.0.1:{broker.extra_port}")
         return settings
 
     def _write_config(self, broker: KafkaBrokerProcess) -> None:
         with open(broker.config_path, "w") as fh:
             for key, value in self.settings(broker).items():
+                # a multi-line value (an inline PEM) as java.util.Properties reads one
+                if "\n" in str(value):
+                    value = str(value).replace("\\", "\\\\").replace("\n", "\\n")
                 fh.write(f"{key}={value}\n")
 
     # --- lifecycle ----------------------------------------------------------------------------

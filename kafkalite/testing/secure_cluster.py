@@ -6,7 +6,8 @@ client settings for kcat, confluent-kafka and kafkalite's clients.
 Each broker listens on ``PLAINTEXT://127.0.0.1:<port>`` (what ``LocalCluster`` probes, and
 unless ``inter_broker`` says otherwise what brokers use between themselves) and
 ``SASL_SSL://127.0.0.1:<secure port>`` with SCRAM-SHA-512 and PLAIN. The authorizer is on;
-``admin`` is a super user.
+``admin`` is a super user. ``secure_apache_kafka`` starts Apache Kafka 2.8.2 brokers with the
+same settings, for oracle tests.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required 
               'username="admin" password="admin-secret";')
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="admin" password="admin-secret" user_admin="admin-secret" '
-              'user_alice="alice-secret";')
+              'user_alice="alice-secret" user_bob="bob-secret";')
 
 
 @dataclass
@@ -100,13 +101,10 @@ def write_users(zk_connect: str, digest: str | None = None, users=PASSWORDS) -> 
         zk.stop()
 
 
-@contextlib.contextmanager
-def secure_cluster(zookeeper, workdir: str, num_brokers: int = 3, name: str = "sec",
-                   inter_broker: str = "PLAINTEXT", zk_digest: str | None = None,
-                   overrides: dict | None = None):
-    """A started SecureCluster (stopped on exit). ``inter_broker``: PLAINTEXT (then
-    User:ANONYMOUS is a super user, as it must be for replication over an unauthenticated
-    listener) or SASL_SSL (brokers log in as admin)."""
+def _secure_settings(zookeeper, workdir: str, num_brokers: int, name: str, inter_broker: str,
+                     zk_digest: str | None):
+    """(zk_connect, the CA, the broker's certificate, the settings both systems share): a chroot
+    of its own, certificates, the SCRAM users written, the listeners' security settings."""
     from kafkalite.zk import ZkClient
 
     chroot = unique_chroot(f"kl-{name}")
@@ -140,6 +138,18 @@ def secure_cluster(zookeeper, workdir: str, num_brokers: int = 3, name: str = "s
     }
     if zk_digest:
         settings.update({"zookeeper.set.acl": "true", "zookeeper.auth.digest": zk_digest})
+    return zk_connect, ca, broker_cert, settings
+
+
+@contextlib.contextmanager
+def secure_cluster(zookeeper, workdir: str, num_brokers: int = 3, name: str = "sec",
+                   inter_broker: str = "PLAINTEXT", zk_digest: str | None = None,
+                   overrides: dict | None = None):
+    """A started SecureCluster (stopped on exit). ``inter_broker``: PLAINTEXT (then
+    User:ANONYMOUS is a super user, as it must be for replication over an unauthenticated
+    listener) or SASL_SSL (brokers log in as admin)."""
+    zk_connect, ca, _cert, settings = _secure_settings(zookeeper, workdir, num_brokers, name,
+                                                       inter_broker, zk_digest)
     settings.update(overrides or {})
     cluster = LocalCluster(zk_connect, num_brokers, workdir=os.path.join(workdir, "cluster"),
                            overrides=settings)
@@ -151,6 +161,36 @@ def secure_cluster(zookeeper, workdir: str, num_brokers: int = 3, name: str = "s
     try:
         cluster.start()
         yield SecureCluster(cluster, zk_connect, ca.cert_path, secure_ports, workdir, zk_digest)
+    except BaseException:
+        print(cluster.describe_logs())
+        raise
+    finally:
+        cluster.stop()
+
+
+@contextlib.contextmanager
+def secure_apache_kafka(zookeeper, workdir: str, num_brokers: int = 3, name: str = "ak-sec",
+                        overrides: dict | None = None):
+    """The same secured cluster of Apache Kafka 2.8.2 brokers (``testing.apache_kafka``), for
+    an oracle: the same listeners, users, authorizer and super users, PLAINTEXT between brokers.
+    The one difference is how the broker's key is given: Kafka reads a PEM keystore file only
+    with an encrypted key, so it gets the same key and certificate inline
+    (``ssl.keystore.key``, ``ssl.keystore.certificate.chain``, KIP-651)."""
+    from kafkalite.testing.apache_kafka import ApacheKafkaCluster
+
+    zk_connect, ca, cert, settings = _secure_settings(zookeeper, workdir, num_brokers, name,
+                                                      "PLAINTEXT", None)
+    del settings["ssl.keystore.location"]
+    with open(cert.key_path) as key, open(cert.cert_path) as chain:
+        settings.update({"ssl.keystore.key": key.read(),
+                         "ssl.keystore.certificate.chain": chain.read()})
+    settings.update(overrides or {})
+    cluster = ApacheKafkaCluster(zk_connect, num_brokers, workdir=os.path.join(workdir, "kafka"),
+                                 overrides=settings, extra_listener="SASL_SSL")
+    secure_ports = {b.broker_id: b.extra_port for b in cluster.brokers.values()}
+    try:
+        cluster.start()
+        yield SecureCluster(cluster, zk_connect, ca.cert_path, secure_ports, workdir)
     except BaseException:
         print(cluster.describe_logs())
         raise
