@@ -212,6 +212,20 @@ def test_describe_only_finds_the_coordinator_but_init_producer_id_is_refused(sys
     with pytest.raises(KafkaException) as refused:
         producer.init_transactions(TIMEOUT_S)
     assert _code(refused.value) == ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, True)
+    # the other coordinator requests need Write too, before anything else is looked at
+    ids = {"producer_id": 4242, "producer_epoch": 0}
+    added = raw_as(system, "alice", 24, 1, {
+        "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": 4242,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": "acl-out", "partitions": [0]}]})
+    offsets = raw_as(system, "alice", 25, 3, {"transactional_id": tid, **ids,
+                                              "group_id": _unique("g")})
+    ended = raw_as(system, "alice", 26, 3, {"transactional_id": tid, **ids, "committed": True})
+    assert ([p["partition_error_code"] for t in added["results_by_topic_v3_and_below"]
+             for p in t["results_by_partition"]],
+            offsets["error_code"], ended["error_code"]) == (
+        ["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"], "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
 
 
 def test_write_on_the_id_without_topic_write_makes_the_transaction_abortable(system):
@@ -276,6 +290,15 @@ def test_write_on_the_id_and_the_topic_commits(system):
     assert [v for v in seen if v.startswith(tid.encode())] == values
 
 
+def test_a_prefixed_acl_covers_the_transactional_ids_it_begins(system):
+    prefix = _unique("tx-pfx") + "-"
+    _grant(system, AclBinding(ResourceType.TRANSACTIONAL_ID, prefix, ResourcePatternType.PREFIXED,
+                              "User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW))
+    assert init_producer_id(system, "alice", prefix + "one")["error_code"] == "NONE"
+    assert find_txn_coordinator(system, "alice", "other-" + prefix)["error_code"] == \
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+
+
 def test_send_offsets_without_group_read_is_refused(system):
     tid, group = _unique("tx-offsets"), _unique("g-none")
     _grant(system, _binding("alice", ResourceType.TRANSACTIONAL_ID, tid, AclOperation.WRITE),
@@ -319,6 +342,10 @@ def test_an_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(syste
     producer.produce("acl-out", b"idempotent", on_delivery=lambda e, m: delivered.append(e))
     assert producer.flush(TIMEOUT_S) == 0
     assert delivered == [None]
+    # a DENY of Write on every topic (the literal wildcard) outweighs the topic ALLOWs
+    _grant(system, AclBinding(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:bob",
+                              "*", AclOperation.WRITE, AclPermissionType.DENY))
+    assert init_producer_id(system, "bob", None)["error_code"] == "CLUSTER_AUTHORIZATION_FAILED"
 
 
 def _records(transactional: bool) -> bytes:
