@@ -3,8 +3,8 @@
 # build its test-runner, so that tests/integration/test_librdkafka_transactions.py can run
 # librdkafka's transaction tests against kafkalite and Apache Kafka 2.8.2.
 # The sources come from the npm registry: node-rdkafka 2.15.0 bundles librdkafka 2.0.2, tests
-# included, in deps/librdkafka (GitHub is out of CI's reach; Debian's source package is not a
-# registry artifact our tools fetch). Pinned by version and sha256. Everything goes into a cache
+# included, in deps/librdkafka (CI's machines reach only package registries). Pinned by version
+# and sha256. Everything goes into a cache
 # outside git: $KAFKALITE_LIBRDKAFKA_HOME, default ~/.cache/kafkalite/librdkafka-2.0.2 (the test
 # runner at tests/test-runner). Nothing is committed. Idempotent: a second run only checks.
 # Needs npm, a C/C++ toolchain and make; rapidjson-dev lets 0098 (stats checks) build its body.
@@ -20,7 +20,7 @@ stamp="$home/.built"
 # (configure decides then whether 0098 builds its checks)
 rapidjson=n
 if [ -f /usr/include/rapidjson/schema.h ]; then rapidjson=y; fi
-want="$(sha256sum "$0" | cut -d' ' -f1) rapidjson=$rapidjson"
+want="$(sha256sum scripts/fetch_librdkafka_tests.sh | cut -d' ' -f1) rapidjson=$rapidjson"
 if [ -x "$runner" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "fetch_librdkafka_tests: librdkafka 2.0.2's test-runner already in $home/tests" >&2
   exit 0
@@ -54,10 +54,17 @@ echo "fetch_librdkafka_tests: building librdkafka and tests/test-runner (a few m
   # the logs are not named configure.*: mklove would load such a file as a module.
   # --no-download: mklove must not fetch modules from the network; no TLS, SASL, zstd or curl:
   # the transaction tests need none of them (lz4 is librdkafka's builtin copy)
-  ./configure --no-download --disable-ssl --disable-gssapi --disable-zstd --disable-lz4-ext \
-    --disable-curl >kafkalite-configure.txt 2>&1 || { tail -40 kafkalite-configure.txt >&2; exit 1; }
-  make -j"$(nproc)" libs >kafkalite-make.txt 2>&1 || { tail -40 kafkalite-make.txt >&2; exit 1; }
-  make -j"$(nproc)" -C tests test-runner >>kafkalite-make.txt 2>&1 || { tail -40 kafkalite-make.txt >&2; exit 1; }
+  step() {
+    "$@" >>kafkalite-build.txt 2>&1 || {
+      tail -40 kafkalite-build.txt >&2
+      echo "fetch_librdkafka_tests: '$*' failed (log: $home.tmp/kafkalite-build.txt)" >&2
+      exit 1
+    }
+  }
+  step ./configure --no-download --disable-ssl --disable-gssapi --disable-zstd \
+    --disable-lz4-ext --disable-curl
+  step make -j"$(nproc)" libs
+  step make -j"$(nproc)" -C tests test-runner
 )
 rm -rf "$home"
 mv "$home.tmp" "$home"
