@@ -30,6 +30,8 @@ import itertools
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -410,17 +412,31 @@ def test_write_txn_markers_from_a_client_is_refused(system):
 
 
 def test_kafka_acls_transactional_id_and_idempotent(system):
-    """Kafka's own kafka-acls (over the PLAINTEXT listener, whose ANONYMOUS user is a super
-    user): the --producer convenience with --transactional-id and --idempotent, then --list;
-    the same listing on both systems (each is held to Kafka's)."""
+    """Kafka's own kafka-acls and kafkalite's acls command (over the PLAINTEXT listener, whose
+    ANONYMOUS user is a super user): the --producer convenience with --transactional-id and
+    --idempotent, then --list; the same listing on both systems (each held to Kafka's)."""
     plaintext = system.cluster.bootstrap_servers
     topic, tid = "acl-tool-topic", "acl-tool-tx"
-    run_tool("kafka-acls", "--bootstrap-server", plaintext, "--add", "--allow-principal",
-             "User:carol", "--producer", "--topic", topic, "--transactional-id", tid,
-             "--idempotent")
-    listed = run_tool("kafka-acls", "--bootstrap-server", plaintext, "--list",
-                      "--principal", "User:carol")
-    assert _listing(listed.stdout) == {
+    add = ["--add", "--producer", "--topic", topic, "--transactional-id", tid, "--idempotent"]
+    run_tool("kafka-acls", "--bootstrap-server", plaintext, *add, "--allow-principal",
+             "User:carol")
+    # dave: on kafkalite through kafkalite's own acls command (it speaks kafkalite's native
+    # protocol, so on Kafka kafka-acls again), the same options
+    if system.extra["name"] == "kafkalite":
+        _kafkalite_acls("--bootstrap-server", plaintext, *add, "--allow-principal", "User:dave")
+    else:
+        run_tool("kafka-acls", "--bootstrap-server", plaintext, *add, "--allow-principal",
+                 "User:dave")
+    carol = _listing(run_tool("kafka-acls", "--bootstrap-server", plaintext, "--list",
+                              "--principal", "User:carol").stdout)
+    dave = _listing(run_tool("kafka-acls", "--bootstrap-server", plaintext, "--list",
+                             "--principal", "User:dave").stdout)
+    if system.extra["name"] == "kafkalite":
+        assert _listing(_kafkalite_acls("--bootstrap-server", plaintext, "--list",
+                                        "--principal", "User:dave")) == dave
+    assert dave == {resource: {line.replace("User:carol", "User:dave") for line in lines}
+                    for resource, lines in carol.items()}
+    assert carol == {
         f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)": {
             "(principal=User:carol, host=*, operation=WRITE, permissionType=ALLOW)",
             "(principal=User:carol, host=*, operation=DESCRIBE, permissionType=ALLOW)",
@@ -431,6 +447,13 @@ def test_kafka_acls_transactional_id_and_idempotent(system):
         "ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)": {
             "(principal=User:carol, host=*, operation=IDEMPOTENT_WRITE, permissionType=ALLOW)"},
     }
+
+
+def _kafkalite_acls(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "kafkalite", "acls", *args],
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    return done.stdout
 
 
 def _listing(text: str) -> dict[str, set[str]]:
