@@ -14,7 +14,14 @@ printed beside its figure, since the machine may be shared.
 
 Clients (bench/vs_kafka_clients.py): librdkafka 2.0.2's ``rdkafka_performance`` (built on first
 use by bench/build_rdkafka_performance.sh), Kafka's ProducerPerformance (the Java producer),
-confluent-kafka and kafkalite's own client in plain Python loops. Records are 100 B. Both
+confluent-kafka and kafkalite's own client in plain Python loops (the latter speaks kafkalite's
+native protocol only, so its rows have no Kafka figure). Records are 100 B unless a row says 1 KB.
+Rows: throughput on 1 broker (1, 6, 100 and 1,000 partitions, 1 KB, lz4, 10 producers at once,
+consume), on 3 brokers with rf 3 and acks=all; delivery and end-to-end latency (p50/p99/p99.9,
+producer and consumer in processes of their own) at 1,000 and 5,000 records/s; time to a cluster
+answering metadata; broker resident memory at idle, under load and after the runs; broker CPU
+seconds per million records; leader failover after a controlled shutdown and after kill -9 (the
+same zookeeper.session.timeout.ms, 6 s, on both). Both
 systems' brokers run with their defaults apart from the settings below (``SETTINGS``); Kafka's
 brokers get a 1 GB heap, as ``kafka-server-start.sh`` gives them. ``--quick`` runs every row
 with small numbers and one pass after the warm-up (a smoke test, not a measurement).
@@ -47,6 +54,7 @@ SETTINGS: dict[str, object] = {
     "delete.topic.enable": "true",
 }
 SYSTEMS = ("kafkalite", "kafka")
+KAFKALITE_ONLY = {"pkl", "ckl"}    # kafkalite's own client: its native protocol only
 
 
 @dataclass
@@ -59,7 +67,7 @@ class Sizes:
     warm_up: bool = True  # a pass before the measured ones (its figure is the cold one)
 
 
-FULL = Sizes(records=2_000_000, java_records=1_000_000, loop_records=500_000, latency_s=5.0,
+FULL = Sizes(records=1_000_000, java_records=1_000_000, loop_records=500_000, latency_s=5.0,
              reps=3)
 QUICK = Sizes(records=20_000, java_records=20_000, loop_records=5_000, latency_s=0.6, reps=1,
               warm_up=False)
@@ -154,7 +162,7 @@ class Bench:
         from kafkalite.local.cluster import wait_until
 
         name = f"vs-{uuid.uuid4().hex[:10]}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         admin.create_topics([NewTopic(name, partitions, rf, config=config)])[name].result(60)
 
         def led() -> bool:
@@ -190,6 +198,14 @@ class Bench:
             self.measure("p1lz4", "produce 1 broker, 1 partition, lz4 (rdkafka_perf)", "rec/s",
                          True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1",
                                                            compression="lz4"))
+            self.measure("p10", "produce 1 partition, 10 producers at once (rdkafka_perf)",
+                         "rec/s", True, lambda: clients.rdk_produce_many(
+                             rdk, boot, one, s.records, 100, "1", producers=10))
+            for count in (100, 1000):
+                spread = self.topic(boot, count, 1)
+                self.measure(f"p{count}", f"produce 1 broker, spread over {count:,} partitions",
+                             "rec/s", True, lambda: clients.rdk_produce(
+                                 rdk, boot, spread, s.records // 2, 100, "1"))
             self.record("rss_load1", "broker memory after the throughput rows (1 broker)", "MB",
                         False, _rss_mb(pid))
             self.measure("pjava", "produce 1 partition, acks=1 (Java ProducerPerformance)",
@@ -200,11 +216,16 @@ class Bench:
                          lambda: clients.confluent_produce(boot, loop, s.loop_records, 100, "1"))
             self.measure("cck", "consume, confluent-kafka Python loop", "rec/s", True,
                          lambda: clients.confluent_consume(boot, loop, s.loop_records))
-            own = self.topic(boot, 1, 1)
-            self.measure("pkl", "produce, kafkalite client Python loop", "rec/s", True,
-                         lambda: clients.kafkalite_produce(boot, own, s.loop_records, 100, "1"))
-            self.measure("ckl", "consume, kafkalite client Python loop", "rec/s", True,
-                         lambda: clients.kafkalite_consume(boot, own, s.loop_records))
+            if self.system == "kafkalite":
+                # kafkalite's own client speaks kafkalite's native protocol, which Kafka does not
+                # serve: these rows have no Kafka figure (the JSON says "only": "kafkalite")
+                own = self.topic(boot, 1, 1)
+                self.measure("pkl", "produce, kafkalite client Python loop (kafkalite only)",
+                             "rec/s", True, lambda: clients.kafkalite_produce(
+                                 boot, own, s.loop_records, 100, "1"))
+                self.measure("ckl", "consume, kafkalite client Python loop (kafkalite only)",
+                             "rec/s", True,
+                             lambda: clients.kafkalite_consume(boot, own, s.loop_records))
             for rate in (1000, 5000):
                 self.latency(boot, 1, "1", rate, end_to_end=False)
             for rate in (1000, 5000):
@@ -256,12 +277,58 @@ class Bench:
                         "MB", False, sum(_rss_mb(pid) for pid in pids))
             self.latency(boot, 3, "-1", 1000, end_to_end=False)
             self.latency(boot, 3, "1", 1000, end_to_end=False)
+            self.failover(cluster, boot)
         finally:
             cluster.stop()
 
 
+    def failover(self, cluster, boot: str) -> None:
+        """Leader failover on 3 brokers (zookeeper.session.timeout.ms 6000 on both): a controlled
+        shutdown (SIGTERM) of a partition's leader, then a kill -9 of another partition's leader,
+        each timed from the signal until a surviving broker's metadata names a new leader. The
+        leaders picked are not the controller (that would add a controller election)."""
+        from confluent_kafka.admin import AdminClient
+
+        from kafkalite.local.cluster import wait_until
+
+        topic = self.topic(boot, 6, 3, **{"min.insync.replicas": "2"})
+        gone: set[int] = set()
+        for key, label, sig in (("fo_term", "leader failover after a controlled shutdown",
+                                 signal.SIGTERM),
+                                ("fo_kill", "leader failover after kill -9", signal.SIGKILL)):
+            alive = [b for b in cluster.brokers.values() if b.broker_id not in gone]
+            asked = AdminClient({"bootstrap.servers": alive[0].address, "log_level": 0})
+            seen: dict = {}
+
+            def settled() -> bool:
+                # every partition led by a live broker, as this broker's metadata says
+                meta = asked.list_topics(topic, timeout=5)
+                parts = meta.topics[topic].partitions if topic in meta.topics else {}
+                seen.update(controller=meta.controller_id,
+                            leaders={p.id: p.leader for p in parts.values()})
+                return len(parts) == 6 and all(lead >= 0 and lead not in gone
+                                               for lead in seen["leaders"].values())
+            wait_until(settled, 120, f"leaders of {topic} on live brokers", interval_s=0.1)
+            # a leader that is not the controller, if any is left
+            partition, victim = min(seen["leaders"].items(),
+                                    key=lambda pl: (pl[1] == seen["controller"], pl[0]))
+            survivor = next(b for b in alive if b.broker_id != victim)
+            admin = AdminClient({"bootstrap.servers": survivor.address, "log_level": 0})
+
+            def moved() -> bool:
+                meta = admin.list_topics(topic, timeout=2).topics.get(topic)
+                now = meta.partitions.get(partition) if meta is not None else None
+                return now is not None and now.leader not in (victim, -1)
+            started = time.perf_counter()
+            cluster.brokers[victim].process.send_signal(sig)
+            wait_until(moved, 120, f"a new leader for {topic}-{partition}", interval_s=0.02)
+            self.record(key, label, "s", False, time.perf_counter() - started)
+            gone.add(victim)
+            cluster.brokers[victim].process.wait(120)
+
+
 def _rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children's (a JVM is one process; so is a broker)."""
+    """Resident memory of one process, in MB (a broker is one process on both systems)."""
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
             if line.startswith("VmRSS:"):
@@ -343,7 +410,9 @@ def main(argv: list[str] | None = None) -> int:
                     "key": row.key, "shape": row.label, "unit": row.unit,
                     "kafkalite": row.value("kafkalite"), "kafka": row.value("kafka"),
                     "ratio": row.ratio(), "passes": row.warm, "cold": row.cold,
-                    "load1": row.load, "quick": args.quick}) + "\n")
+                    "load1": row.load, "systems": sorted(row.warm),
+                    "only": "kafkalite" if row.key in KAFKALITE_ONLY else None,
+                    "quick": args.quick}) + "\n")
     return 0
 
 

@@ -62,6 +62,29 @@ def rdk_produce(binary: str, bootstrap: str, topic: str, n: int, size: int, acks
     return int(match.group(2)) / (max(1, int(match.group(3))) / 1000)
 
 
+def rdk_produce_many(binary: str, bootstrap: str, topic: str, n: int, size: int, acks: str,
+                     producers: int, timeout_s: float = 600) -> float:
+    """``producers`` rdkafka_performance -P processes at once, ``n`` records in all: rec/s from
+    the first start to the last exit (the wall clock: their own clocks would overlap)."""
+    each = max(1, n // producers)
+    command = [binary, "-P", "-t", topic, "-b", bootstrap, "-s", str(size), "-c", str(each),
+               "-a", acks, "-X", "linger.ms=5", "-q"]
+    started = time.perf_counter()
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, text=True) for _ in range(producers)]
+    delivered = 0
+    for proc in procs:
+        text = proc.communicate(timeout=timeout_s)[0]
+        match = _PRODUCED.search(text)
+        if proc.returncode != 0 or not match:
+            raise RuntimeError(f"rdkafka_performance -P (one of {producers}):\n{text[-2000:]}")
+        delivered += int(match.group(2))
+    elapsed = time.perf_counter() - started
+    if delivered < each * producers:
+        raise RuntimeError(f"{producers} producers delivered {delivered} of {each * producers}")
+    return delivered / elapsed
+
+
 def rdk_consume(binary: str, bootstrap: str, topic: str, n: int, partition: int = 0,
                 timeout_s: float = 600) -> float:
     """rdkafka_performance -C from the beginning of one partition until ``n`` records: rec/s."""
