@@ -3,8 +3,8 @@ Kafka 2.8.2 cluster with the same settings (``testing.secure_cluster``: SASL_SSL
 AclAuthorizer, ``admin`` a super user), judged by confluent-kafka logging in as alice or bob, and
 by raw requests (over the same SASL_SSL listener, PLAIN) where the exact error code matters.
 
-Each scenario's observations are recorded per system and must be what Kafka 2.8's KafkaApis
-answers, and the same on both systems:
+Each scenario runs on both systems (a module fixture per system) and holds each to what Kafka
+2.8's KafkaApis answers, so both answer the same:
 
 - no ACLs: FindCoordinator(transaction) and init_transactions ->
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
@@ -18,7 +18,8 @@ answers, and the same on both systems:
 - Produce asks about the transactional id only for transactional records;
 - TxnOffsetCommit: the transactional id, then the group, then the topics;
 - WriteTxnMarkers from alice -> CLUSTER_AUTHORIZATION_FAILED for every partition;
-- kafka-acls adding ``--transactional-id`` and ``--idempotent`` ACLs lists the same on both.
+- kafka-acls (and on kafkalite ``kafkalite acls``) adding ``--transactional-id`` and
+  ``--idempotent`` ACLs lists the same on both.
 
 ACLs reach the authorizer's cache asynchronously: each grant is waited for with DescribeAcls (one
 broker: the cache that answers it is the one that authorizes).
