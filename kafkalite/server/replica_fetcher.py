@@ -7,6 +7,12 @@ Then it fetches from its log end offset with ``replica_id`` set, appends what co
 (offsets already assigned), and takes the leader's high watermark. The fetch offset itself is how
 the leader learns this follower's LEO, which moves the HW and the ISR.
 
+A fetch answered OFFSET_OUT_OF_RANGE (the leader answers it without its log start offset, as
+Kafka's) is resolved as Kafka's ``fetchOffsetAndTruncate``: the leader's log end and log start
+(ListOffsets as a replica); a follower ahead of the leader's end truncates to it, one behind the
+leader's log start (DeleteRecords or retention moved it while this replica was away) empties its
+log and starts there. Without this such a follower would never catch up nor rejoin the ISR.
+
 Network failures back off ``replica.fetch.backoff.ms`` and reconnect. A partition whose local log
 fails (KAFKA_STORAGE_ERROR: its log dir went offline) leaves the fetcher at once; the log dir
 failure handler takes it offline.
@@ -31,6 +37,7 @@ log = logging.getLogger(__name__)
 class _FetchState:
     partition: object          # server.partition.Partition
     truncating: bool = True
+    out_of_range: bool = False  # the last fetch was OFFSET_OUT_OF_RANGE: ask the leader's offsets
     retry_at: float = 0.0      # reactor time before which this partition is not fetched
 
 
@@ -75,6 +82,8 @@ class ReplicaFetcher:
         try:
             while self.partitions and not self.stopped:
                 try:
+                    if any(s.out_of_range for s in self.partitions.values()):
+                        yield self._reset_out_of_range()
                     if any(s.truncating for s in self.partitions.values()):
                         yield self._truncate()
                     yield self._fetch_once()
@@ -135,12 +144,64 @@ class ReplicaFetcher:
                 state.truncating = False
 
     @defer.inlineCallbacks
+    def _leader_offsets(self, states: dict, timestamp: int):
+        """{tp: offset} from the leader's ListOffsets as this replica (its log end for
+        LATEST_TIMESTAMP, its log start for EARLIEST_TIMESTAMP); a partition answered with an
+        error is left out and backs off."""
+        topics: dict[str, list] = {}
+        for (topic, pid), state in states.items():
+            topics.setdefault(topic, []).append(m.ListOffsetsPartition(
+                pid, timestamp, state.partition.leader_epoch))
+        response = yield self.channel.request(m.ListOffsetsRequest(
+            replica_id=self.broker.broker_id,
+            topics=[m.ListOffsetsTopic(t, parts) for t, parts in topics.items()]))
+        found = {}
+        for topic in response.topics:
+            for p in topic.partitions:
+                tp = (topic.topic, p.partition)
+                if tp not in states:
+                    continue
+                if p.error_code:
+                    self._partition_error(tp, p.error_code, "ListOffsets")
+                else:
+                    found[tp] = p.offset
+        return found
+
+    @defer.inlineCallbacks
+    def _reset_out_of_range(self):
+        """Kafka's fetchOffsetAndTruncate for the partitions whose fetch was out of range."""
+        now = self.broker.reactor.seconds()
+        states = {tp: s for tp, s in self.partitions.items()
+                  if s.out_of_range and s.retry_at <= now}
+        if not states:
+            return
+        ends = yield self._leader_offsets(states, m.LATEST_TIMESTAMP)
+        starts = yield self._leader_offsets(states, m.EARLIEST_TIMESTAMP)
+        for tp, state in states.items():
+            if self.partitions.get(tp) is not state or tp not in ends or tp not in starts:
+                continue
+            partition = state.partition
+            try:
+                if ends[tp] < partition.log_end_offset:
+                    log.info("%s-%d: ahead of the leader's log end %d; truncating to it",
+                             tp[0], tp[1], ends[tp])
+                    partition.truncate_to(ends[tp])
+                elif starts[tp] > partition.log_end_offset:
+                    log.info("%s-%d: behind the leader's log start %d; starting there", tp[0],
+                             tp[1], starts[tp])
+                    partition.truncate_fully_and_start_at(starts[tp])
+            except KafkaStorageError as exc:
+                self._storage_failed(tp, exc)
+                continue
+            state.out_of_range = False
+
+    @defer.inlineCallbacks
     def _fetch_once(self):
         config = self.broker.config
         topics: dict[str, list] = {}
         now = self.broker.reactor.seconds()
         for (topic, pid), state in self.partitions.items():
-            if state.truncating or state.retry_at > now:
+            if state.truncating or state.out_of_range or state.retry_at > now:
                 continue
             partition = state.partition
             topics.setdefault(topic, []).append(m.FetchPartition(
@@ -165,7 +226,7 @@ class ReplicaFetcher:
                 if state is None or state.truncating:
                     continue
                 if p.error_code:
-                    self._partition_error(tp, p.error_code, "Fetch", p)
+                    self._partition_error(tp, p.error_code, "Fetch")
                     continue
                 try:
                     state.partition.append_as_follower(p.records, p.high_watermark,
@@ -195,21 +256,12 @@ class ReplicaFetcher:
                     exc)
         self.partitions.pop(tp, None)
 
-    def _partition_error(self, tp, code: int, what: str, response=None) -> None:
+    def _partition_error(self, tp, code: int, what: str) -> None:
         error = errors.for_code(code)
         state = self.partitions.get(tp)
-        if isinstance(error, errors.OffsetOutOfRangeError) and response is not None \
-                and state is not None:
-            partition = state.partition
-            if partition.log_end_offset < response.log_start_offset:
-                log.info("%s-%d: behind the leader's log start %d; starting there", tp[0], tp[1],
-                         response.log_start_offset)
-                try:
-                    partition.truncate_fully_and_start_at(response.log_start_offset)
-                except KafkaStorageError as exc:
-                    self._storage_failed(tp, exc)
-            else:
-                state.truncating = True
+        if isinstance(error, errors.OffsetOutOfRangeError) and state is not None:
+            # the answer carries no log start offset (-1, as Kafka's): ask the leader
+            state.out_of_range = True
             return
         if state is None:
             return
