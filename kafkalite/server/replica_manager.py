@@ -218,8 +218,15 @@ class ReplicaManager:
                 self.fetch_purgatory.check(tp)
                 self.delete_records_purgatory.check(tp)
                 partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
-                if (partition.is_leader, partition.leader_epoch) != before:
-                    roles.append((tp, partition.is_leader, partition.leader_epoch))
+                # Kafka's onLeadershipChange hears of a leader only when it is new
+                # (Partition.makeLeader's isNewLeader): a leader whose epoch moved (an ISR
+                # shrink, a reassignment) keeps its coordinators' state instead of reloading
+                # every __consumer_offsets/__transaction_state partition it leads
+                if partition.is_leader:
+                    if not before[0]:
+                        roles.append((tp, True, partition.leader_epoch))
+                elif (False, partition.leader_epoch) != before:
+                    roles.append((tp, False, partition.leader_epoch))
             except Exception as exc:  # noqa: BLE001 - reported per partition
                 log.exception("LeaderAndIsr for %s-%d failed", tp[0], tp[1])
                 partition_errors.append(m.PartitionError(tp[0], tp[1], code_of(exc)))

@@ -482,12 +482,16 @@ def test_replica_manager_reports_leadership_changes(tmp_path):
     # the same epoch again: ignored, as Kafka (STALE_CONTROLLER_EPOCH), and no news
     broker.become(epoch=3, expected_error=errors.StaleControllerEpochError.code)
     assert broker.roles == [(tp, True, 3)]
-    broker.become(epoch=4)                                 # a new epoch: elected again
+    # a new epoch of the same leader (an ISR shrink, say): not news, as Kafka's makeLeader
+    # (isNewLeader) -- the coordinators keep their state rather than reload the partition
+    broker.become(epoch=4)
+    assert broker.roles == [(tp, True, 3)]
     broker.become(leader=2, replicas=(1, 2), epoch=5)      # follower
-    assert broker.roles[1:] == [(tp, True, 4), (tp, False, 5)]
+    broker.become(leader=1, replicas=(1, 2), epoch=6)      # leader again: news
+    assert broker.roles[1:] == [(tp, False, 5), (tp, True, 6)]
     broker.replica_manager.stop_replicas(m.StopReplicaRequest(
         controller_id=1, controller_epoch=1, partitions=[m.TopicPartition(*tp)]))
-    assert broker.roles[-1] == (tp, False, 5)
+    assert broker.roles[-1] == (tp, False, 6)
 
 
 def test_broker_passes_offsets_partitions_to_the_group_coordinator():
