@@ -72,13 +72,15 @@ def kafka_path(workdir: str) -> str:
 
 
 def run_librdkafka_test(folder: str, number: str, bootstrap: str, workdir: str,
-                        name: str) -> tuple[int, str]:
+                        name: str, random_topics: bool = True) -> tuple[int, str]:
     """Run librdkafka's test ``number`` (e.g. "0103") against ``bootstrap``; its exit code and
-    its output (stdout and stderr together)."""
+    its output (stdout and stderr together). Without ``random_topics`` the test's topics are
+    named ``rdk_<name>_<suffix>``, so a caller can create them first."""
     conf = os.path.join(workdir, f"test-{number}.conf")
     with open(conf, "w") as out:
         # random topic names (hence transactional ids): the clusters are shared with the session
-        out.write(f"bootstrap.servers={bootstrap}\ntest.topic.random=true\n"
+        out.write(f"bootstrap.servers={bootstrap}\n"
+                  f"test.topic.random={str(random_topics).lower()}\n"
                   f"test.topic.prefix=rdk_{name}\n")
     src = os.path.join(os.path.dirname(folder), "src")
     env = {**os.environ, "TESTS": number, "TEST_KAFKA_VERSION": "2.8.2",
