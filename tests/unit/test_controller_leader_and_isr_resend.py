@@ -9,6 +9,7 @@ path re-sends it (a stale broker epoch: the bounce does) or where the broker hol
 Against the in-memory ZooKeeper and the recording channel manager; time is a task.Clock.
 """
 
+import logging
 from types import SimpleNamespace
 
 import pytest
@@ -51,6 +52,7 @@ def answer_pending(channels):
 
 
 def test_a_failed_leader_and_isr_is_sent_again_until_applied(caplog):
+    caplog.set_level(logging.WARNING, logger="kafkalite.controller.broker_requests")
     h = ControllerHarness(brokers=(1,))
     controller, _ = h.controller(1)
     _b, request, d = grow_topic_held(h, controller)
