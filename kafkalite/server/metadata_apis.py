@@ -33,9 +33,26 @@ log = logging.getLogger(__name__)
 __all__ = ["handle_metadata", "auto_create_topic"]
 
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
+STARTUP_METADATA_WAIT_MS = 10000
 
 
-def handle_metadata(broker, ctx, request: m.MetadataRequest) -> m.MetadataResponse:
+def handle_metadata(broker, ctx, request: m.MetadataRequest):
+    """The answer, or (before the controller's first UpdateMetadata) a Deferred of it."""
+    metadata = broker.metadata_cache
+    if metadata.generation > 0 or getattr(broker, "metadata_waits", None) is None:
+        return _metadata(broker, ctx, request)
+
+    def answer(timed_out: bool) -> m.MetadataResponse:
+        if timed_out and metadata.generation == 0:
+            log.warning("Metadata from client %s answered without brokers or controller: no "
+                        "UpdateMetadata from the controller in %d ms since this broker started",
+                        ctx.client_id, STARTUP_METADATA_WAIT_MS)
+        return _metadata(broker, ctx, request)
+    return broker.metadata_waits.wait(STARTUP_METADATA_WAIT_MS,
+                                      lambda: metadata.generation > 0, answer)
+
+
+def _metadata(broker, ctx, request: m.MetadataRequest) -> m.MetadataResponse:
     metadata = broker.metadata_cache
     authz = ctx.authz
     auto_create = (request.allow_auto_topic_creation
