@@ -58,7 +58,8 @@ def can_rejoin_isr(follower_leo: int, high_watermark: int, leader_epoch_start: i
 
 @dataclass(frozen=True)
 class DuplicateAppend:
-    """A retried batch that is already in the log: answered with where it was stored."""
+    """A retried batch that is already in the log: answered with where it was stored and, as
+    Kafka's log append time, the stored batch's max timestamp."""
     first_offset: int
     last_offset: int
     log_append_time: int = -1
@@ -218,7 +219,9 @@ class Partition:
         analysis = producer_txns.analyze(self.producer_states, batches, origin)
         if analysis.duplicate is not None:
             cached = analysis.duplicate
-            return DuplicateAppend(cached.first_offset, cached.last_offset)
+            # Kafka's Log.append answers a duplicate with logAppendTime = the cached batch's
+            # (max) timestamp, whatever the topic's timestamp type
+            return DuplicateAppend(cached.first_offset, cached.last_offset, cached.timestamp)
         info = self.log.append(records, assign_offsets=True, leader_epoch=self.leader_epoch)
         producer_txns.apply(self, analysis)
         self.maybe_advance_high_watermark()

@@ -231,6 +231,26 @@ def test_broker_answers_a_retried_batch_with_its_original_offsets(tmp_path):
     assert rebuilt.find_duplicate(5, 0, 3, 3).first_offset == 3
 
 
+
+def test_a_duplicate_is_answered_with_its_batch_max_timestamp_as_log_append_time(tmp_path):
+    """Kafka 2.8's Log.append answers a duplicate with ``logAppendTime = duplicate.timestamp``
+    (the cached batch's max timestamp), even on a CreateTime topic, where a first append
+    answers -1 (issue 24: the conformance scenario produce-abandoned-in-flight)."""
+    h = Harness(tmp_path)
+    h.lead([1], [1])
+    batch = build_batch([(1_600_000_000_000 + i, None, b"v%d" % i, None) for i in range(3)],
+                        producer_id=7, producer_epoch=0, base_sequence=0)
+
+    def send():
+        response = _resolved(h.manager.append_records(30000, 1, False, {("t", 0): batch}))
+        return response[("t", 0)]
+
+    first = send()
+    assert (first.error_code, first.base_offset, first.log_append_time) == (0, 0, -1)
+    again = send()
+    assert (again.error_code, again.base_offset, again.log_append_time) == (
+        0, 0, 1_600_000_000_002)
+
 # --- replay equals live, and the LSO, over random histories ------------------------------------
 
 _ops = st.lists(st.tuples(st.sampled_from(["data", "txn", "commit", "abort"]),

@@ -17,6 +17,7 @@ from kafkalite.testing.conformance.catalogue import log_dirs
 from kafkalite.testing.conformance.catalogue import delegation_tokens
 from kafkalite.testing.conformance.catalogue import transactions
 from kafkalite.testing.conformance.catalogue import producers
+from kafkalite.testing.conformance.catalogue import purge
 from kafkalite.testing.conformance.scenario import Scenario
 
 MODULES = (topics, produce_fetch, groups, configs, admin, security, acls, retention,
@@ -25,6 +26,7 @@ MODULES += (log_dirs,)
 MODULES += (delegation_tokens,)
 MODULES += (transactions,)
 MODULES += (producers,)
+MODULES += (purge,)
 
 SCENARIOS: list[Scenario] = [s for module in MODULES for s in module.family.scenarios]
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
