@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -110,8 +111,14 @@ class Bench:
     def measure(self, key: str, label: str, unit: str, higher_is_better: bool, once) -> None:
         """``once()`` a warm-up pass (the cold figure) then ``reps`` times (the warm ones)."""
         row = self.row(key, label, unit, higher_is_better)
-        row.cold[self.system] = once() if self.sizes.warm_up else None
-        row.warm[self.system] = [once() for _ in range(self.sizes.reps)]
+        try:
+            row.cold[self.system] = once() if self.sizes.warm_up else None
+            row.warm[self.system] = [once() for _ in range(self.sizes.reps)]
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            # one failed row must not lose the others' figures: it stays empty (the JSON says
+            # null, and the smoke test fails on it)
+            print(f"  {self.system:<9} {label}: FAILED {exc}", flush=True)
+            return
         row.load[self.system] = os.getloadavg()[0]
         print(f"  {self.system:<9} {label:<58} {_fmt(row.value(self.system), unit):>12}"
               f"  (cold {_fmt(row.cold[self.system], unit)}; load {row.load[self.system]:.1f})",
@@ -245,8 +252,13 @@ class Bench:
             topic = self.topic(boot, 1, rf, **({"min.insync.replicas": "2"} if rf > 1 else {}))
             return clients.rdk_latency(self.binary, boot, topic, rate, self.sizes.latency_s,
                                        acks, end_to_end)
-        cold = once() if self.sizes.warm_up else {}
-        passes = [once() for _ in range(self.sizes.reps)]
+        try:
+            cold = once() if self.sizes.warm_up else {}
+            passes = [once() for _ in range(self.sizes.reps)]
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            print(f"  {self.system:<9} {kind} latency, {where}, acks={acks}, {rate:,} rec/s: "
+                  f"FAILED {exc}", flush=True)
+            return
         for q in ("p50", "p99", "p99.9"):
             key = f"lat-{kind}-{rf}-{acks}-{rate}-{q}"
             shown = "all" if acks == "-1" else acks
@@ -277,7 +289,10 @@ class Bench:
                         "MB", False, sum(_rss_mb(pid) for pid in pids))
             self.latency(boot, 3, "-1", 1000, end_to_end=False)
             self.latency(boot, 3, "1", 1000, end_to_end=False)
-            self.failover(cluster, boot)
+            try:
+                self.failover(cluster, boot)
+            except Exception as exc:    # noqa: BLE001 - the rows before it are kept
+                print(f"  {self.system:<9} leader failover: FAILED {exc!r}", flush=True)
         finally:
             cluster.stop()
 
