@@ -14,8 +14,9 @@ servers and ``TEST_KAFKA_VERSION=2.8.2`` (the tests pick their expectations by b
   committed records (stats' ls_offset included).
 
 ``0105_transactions_mock`` is not run: it talks to librdkafka's built-in mock cluster, never to a
-broker. Each test passes on both systems (the shared clusters have min.insync.replicas 2 and
-transaction.state.log.replication.factor 3, Kafka's defaults); on a failure the runner's own
+broker. The suite runs them against kafkalite; ``KAFKALITE_LIBRDKAFKA_VS_KAFKA=1`` adds Apache
+Kafka 2.8.2: each test passes on both systems (the shared clusters have min.insync.replicas 2 and
+transaction.state.log.replication.factor 3, Kafka's defaults). On a failure the runner's own
 output is shown. A missing build fails, naming the fix: in CI a skip would hide the check.
 """
 
@@ -28,9 +29,15 @@ import subprocess
 import pytest
 
 from kafkalite.testing.apache_kafka import libs_dir
-from kafkalite.testing.oracle_fixtures import SYSTEMS
 
 pytestmark = [pytest.mark.integration]
+
+# kafkalite in the suite; Apache Kafka too with KAFKALITE_LIBRDKAFKA_VS_KAFKA=1. Both passed
+# when the tests were written (0098: 123 s on Kafka, 120 s on kafkalite; 0103: 43 s / 41 s):
+# Kafka's run shows the test and its settings fit this machine, a calibration the suite's
+# 40-minute budget does not repeat on every run.
+SYSTEMS = (("kafkalite", "kafka") if os.environ.get("KAFKALITE_LIBRDKAFKA_VS_KAFKA") == "1"
+           else ("kafkalite",))
 
 FETCH_SCRIPT = "scripts/fetch_librdkafka_tests.sh"
 RUN_TIMEOUT_S = 840
