@@ -334,7 +334,7 @@ def idempotent_producer(ctx: Context) -> object:
 @scenario("transactional-coordinator", "FindCoordinator", "InitProducerId")
 def transactional_coordinator(ctx: Context) -> object:
     """FindCoordinator for a transactional id, then InitProducerId with it at the coordinator
-    (transactions are Kafka 2.8's, not yet kafkalite's)."""
+    (the transaction coordinator of each system)."""
     tid = ctx.name("tx")
     found = _find_transaction_coordinator(ctx, tid)
     out = {"find": {"error": found["error_code"]}}
@@ -342,11 +342,18 @@ def transactional_coordinator(ctx: Context) -> object:
         return out
 
     def init():
-        answer = raw.call(f"{found['host']}:{found['port']}", 22, 4, {
+        # as a client does: NOT_COORDINATOR (a broker named leader of the new topic's
+        # partition before it took the role -- seen on Kafka right after the topic's creation)
+        # sends it back to FindCoordinator
+        where = _find_transaction_coordinator(ctx, tid)
+        if where["error_code"] != "NONE":
+            return None
+        answer = raw.call(f"{where['host']}:{where['port']}", 22, 4, {
             "transactional_id": tid, "transaction_timeout": 60000, "producer_id": -1,
             "producer_epoch": -1})
         return answer if answer["error_code"] not in ("COORDINATOR_LOAD_IN_PROGRESS",
-                                                       "COORDINATOR_NOT_AVAILABLE") else None
+                                                       "COORDINATOR_NOT_AVAILABLE",
+                                                       "NOT_COORDINATOR") else None
 
     out["init"] = clients.wait_for(init, "InitProducerId to be served", ctx.timeout_s, 0.2)
     return out
