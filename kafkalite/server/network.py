@@ -28,10 +28,14 @@ through Twisted's TLS (the principal of an SSL client comes from its certificate
 handshake completes); ``connection_security.ConnectionSecurity`` keeps the SASL state and the
 principal.
 
-Requests on one connection are pipelined: the client may send many before reading. Each request
-takes a slot in an ordered queue, and a response leaves only when every earlier one has left, so a
-long-polling fetch holds back later answers exactly as Kafka's one-in-flight-per-connection rule
-would.
+One request at a time per connection, as Kafka's processor does (it mutes a channel from the
+moment a request is read until its answer is sent). A client may pipeline many requests; the
+frames wait here, in order, and the next is served only when the previous one has been answered
+(or, for a Produce with acks=0, served). Clients rely on it: librdkafka sends AddPartitionsToTxn
+and, right behind it, EndTxn on one connection, and the second must see the first's effect; a
+controller's LeaderAndIsr must be applied before the UpdateMetadata that follows it. Past
+``QUEUED_FRAMES_BEFORE_PAUSE`` waiting frames the socket stops being read, so a client that
+pipelines without bound is held back by TCP as Kafka's muted channel holds it.
 """
 
 from __future__ import annotations
@@ -56,14 +60,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BrokerProtocol", "BrokerFactory", "sniff_protocol"]
 
-
-class _Slot:
-    __slots__ = ("correlation_id", "payload", "done")
-
-    def __init__(self, correlation_id: int):
-        self.correlation_id = correlation_id
-        self.payload = None
-        self.done = False
+# frames read ahead of the one being served before the transport is paused (Kafka reads none
+# ahead; a few keep a pipelining client's next requests off the critical path)
+QUEUED_FRAMES_BEFORE_PAUSE = 8
 
 
 @implementer(IHandshakeListener)
@@ -74,7 +73,10 @@ class BrokerProtocol(KafkaWireProtocol):
         self.dispatcher = dispatcher
         self.codec = None                       # chosen by the first frame
         self.client_id: str | None = None
-        self._slots: deque[_Slot] = deque()
+        self._waiting: deque[bytes] = deque()   # frames read while a request is being served
+        self._serving = False                   # a request is in the broker, unanswered
+        self._draining = False
+        self._paused = False
         self.security = security or ConnectionSecurity.plaintext()
         if not self.security.authenticated:
             self._decoder.max_frame_bytes = min(self.max_frame_bytes,
@@ -103,10 +105,51 @@ class BrokerProtocol(KafkaWireProtocol):
 
     def connectionLost(self, reason=None) -> None:
         super().connectionLost(reason)
+        self._waiting.clear()
         self.dispatcher.connection_closed(self)
 
-    # --- one request ---------------------------------------------------------------------------
+    # --- one request at a time -----------------------------------------------------------------
     def frameReceived(self, payload: bytes) -> None:
+        self._waiting.append(payload)
+        if self._serving:
+            if len(self._waiting) >= QUEUED_FRAMES_BEFORE_PAUSE and not self._paused:
+                self._paused = True
+                self.transport.pauseProducing()
+            return
+        self._drain()
+
+    def _drain(self) -> None:
+        """Serve waiting frames in order while none is in the broker. A loop, not recursion: a
+        request answered synchronously hands over to the next one here."""
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._waiting and not self._serving and not self._closing:
+                self._serving = True
+                try:
+                    self._serve(self._waiting.popleft())
+                except Exception:  # noqa: BLE001 - as an exception escaping frameReceived
+                    log.exception("unhandled error serving a request from %s; closing",
+                                  self._peer())
+                    self.close_connection()
+        finally:
+            self._draining = False
+        if self._paused and not self._waiting and not self._closing:
+            self._paused = False
+            self.transport.resumeProducing()
+
+    def _request_done(self) -> None:
+        """The request in the broker was answered (or served without an answer): the next."""
+        self._serving = False
+        if self._waiting:
+            self._drain()
+        elif self._paused and not self._closing:
+            self._paused = False
+            self.transport.resumeProducing()
+
+    # --- one request ---------------------------------------------------------------------------
+    def _serve(self, payload: bytes) -> None:
         if self.codec is None:
             name = sniff_protocol(payload[0]) if payload else None
             if name is None:
@@ -144,26 +187,29 @@ class BrokerProtocol(KafkaWireProtocol):
         if not codec.expects_response(head, request):
             self._serve_without_answer(head, ctx, request)
             return
-        slot = _Slot(head.correlation_id)
-        self._slots.append(slot)
         try:
             result = codec.call(self.dispatcher, head, ctx, request)
         except Exception as exc:  # noqa: BLE001 - a failed handler answers with an error
-            self._failed(slot, head, request, exc)
+            self._failed(head, request, exc)
             return
         if isinstance(result, defer.Deferred):
-            result.addCallbacks(lambda response: self._finish(slot, head, request, response),
-                                lambda failure: self._failed(slot, head, request, failure.value))
+            result.addCallbacks(lambda response: self._finish(head, request, response),
+                                lambda failure: self._failed(head, request, failure.value))
         else:
-            self._finish(slot, head, request, result)
+            self._finish(head, request, result)
 
     def _serve_without_answer(self, head, ctx, request) -> None:
         try:
             result = self.codec.call(self.dispatcher, head, ctx, request)
-            if isinstance(result, defer.Deferred):
-                result.addErrback(lambda f: log.warning("acks=0 request failed: %s", f.value))
         except Exception as exc:  # noqa: BLE001
             log.warning("acks=0 request from %s failed: %s", self._peer(), exc)
+            self._request_done()
+            return
+        if isinstance(result, defer.Deferred):
+            result.addErrback(lambda f: log.warning("acks=0 request failed: %s", f.value))
+            result.addBoth(lambda _: self._request_done())
+        else:
+            self._request_done()
 
     def _refused(self, refused: Refused) -> None:
         """A request that cannot be served as sent: answer (when the codec has an answer for
@@ -175,17 +221,12 @@ class BrokerProtocol(KafkaWireProtocol):
             return
         log.info("bad request from %s (client %s): %s", self._peer(), self.client_id,
                  refused.reason)
-        slot = _Slot(refused.correlation_id)
-        self._slots.append(slot)
-        slot.payload = refused.answer
-        self._release(slot)
+        self._answer(refused.answer)
 
     def _answer_error(self, head, request, exc: KafkaError) -> None:
-        slot = _Slot(head.correlation_id)
-        self._slots.append(slot)
-        self._failed(slot, head, request, exc)
+        self._failed(head, request, exc)
 
-    def _failed(self, slot: _Slot, head, request, exc: BaseException) -> None:
+    def _failed(self, head, request, exc: BaseException) -> None:
         if isinstance(exc, KafkaError):
             log.info("%s v%d from %s (client %s) failed: %s", head.spec.name, head.api_version,
                      self._peer(), self.client_id, exc.message)
@@ -200,29 +241,27 @@ class BrokerProtocol(KafkaWireProtocol):
                         error)
             self.close_connection()
             return
-        self._finish(slot, head, request, response)
+        self._finish(head, request, response)
 
-    def _finish(self, slot: _Slot, head, request, response) -> None:
+    def _finish(self, head, request, response) -> None:
         try:
-            slot.payload = self.codec.encode(head, request, response)
+            payload = self.codec.encode(head, request, response)
         except Exception as exc:  # noqa: BLE001 - a handler built a bad response
             log.error("cannot encode %s v%d response", head.spec.name, head.api_version,
                       exc_info=exc)
             self.close_connection()
             return
         if self.security.close_after_answer:
-            self._release(slot)
+            self.send_frame(payload)
             self.close_connection()
             return
         if self.security.authenticated:
             self._decoder.max_frame_bytes = self.max_frame_bytes
-        self._release(slot)
+        self._answer(payload)
 
-    def _release(self, slot: _Slot) -> None:
-        slot.done = True
-        while self._slots and self._slots[0].done:
-            ready = self._slots.popleft()
-            self.send_frame(ready.payload)
+    def _answer(self, payload: bytes) -> None:
+        self.send_frame(payload)
+        self._request_done()
 
 
 def _wrong_listener(spec, listener) -> KafkaError:

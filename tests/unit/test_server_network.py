@@ -14,6 +14,7 @@ from kafkalite.protocol.envelope import encode_request_payload
 from kafkalite.protocol.framing import encode_frame
 from kafkalite.server.api_table import ApiSpec
 from kafkalite.server.dispatch import ApiDispatcher
+from kafkalite.server.network import QUEUED_FRAMES_BEFORE_PAUSE
 
 LIST_OFFSETS = m.ListOffsetsRequest(topics=[
     m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, -1), m.ListOffsetsPartition(1, -1)])])
@@ -51,11 +52,30 @@ def test_pipelined_answers_keep_request_order_behind_a_long_poll():
     script.behaviour[ApiKey.FETCH] = "defer"
     protocol.dataReceived(native_frame(m.FetchRequest(topics=[]), 1) +
                           native_frame(m.ApiVersionsRequest(), 2))
-    assert transport.value() == b""          # 2 is ready but must wait for 1
+    assert transport.value() == b""
+    # Kafka's muted channel: 2 is not even served while 1 is in the broker
+    assert [call.ctx.api_key for call in script.calls] == [ApiKey.FETCH]
     script.deferreds[ApiKey.FETCH][0].callback(m.FetchResponse())
     (c1, r1), (c2, r2) = read_native_responses(transport, [ApiKey.FETCH, ApiKey.API_VERSIONS])
     assert (c1, c2) == (1, 2)
     assert isinstance(r1, m.FetchResponse) and isinstance(r2, m.ApiVersionsResponse)
+    assert [call.ctx.api_key for call in script.calls] == [ApiKey.FETCH, ApiKey.API_VERSIONS]
+
+
+def test_a_client_pipelining_without_bound_stops_being_read_until_it_is_served():
+    script, protocol, transport, _ = pipeline()
+    script.behaviour[ApiKey.FETCH] = "defer"
+    protocol.dataReceived(native_frame(m.FetchRequest(topics=[]), 1))
+    waiting = QUEUED_FRAMES_BEFORE_PAUSE
+    for cid in range(2, 2 + waiting - 1):
+        protocol.dataReceived(native_frame(m.ApiVersionsRequest(), cid))
+    assert transport.producerState == "producing"
+    protocol.dataReceived(native_frame(m.ApiVersionsRequest(), 1 + waiting))
+    assert transport.producerState == "paused"
+    script.deferreds[ApiKey.FETCH][0].callback(m.FetchResponse())
+    answers = read_native_responses(transport, [ApiKey.FETCH] + [ApiKey.API_VERSIONS] * waiting)
+    assert [cid for cid, _ in answers] == list(range(1, 2 + waiting))
+    assert transport.producerState == "producing"
 
 
 @pytest.mark.parametrize("fail_how", ["raise", "defer-fail"])

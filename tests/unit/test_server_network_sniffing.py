@@ -342,10 +342,10 @@ def test_a_failed_deferred_answers_with_the_error_response_in_its_turn():
     script, protocol, transport, _ = pipeline()
     script.behaviour[ApiKey.METADATA] = "defer"
     protocol.dataReceived(metadata(1, topics=["t"]) + metadata(2))
-    first, second = script.deferreds[ApiKey.METADATA]
-    second.callback(METADATA_ANSWER)
-    assert transport.value() == b""                 # 2 waits behind 1
+    [first] = script.deferreds[ApiKey.METADATA]     # 2 waits, not yet served, behind 1
+    assert transport.value() == b""
     first.errback(errors.LeaderNotAvailableError("lost the metadata"))
+    script.deferreds[ApiKey.METADATA][1].callback(METADATA_ANSWER)
     answers = read_kafka_responses(transport, [(ApiKey.METADATA, 11), (ApiKey.METADATA, 11)])
     assert cids(answers) == [1, 2]
     assert [t.error_code.value for t in answers[0][1].topics] == \
@@ -418,11 +418,11 @@ def test_a_connection_closed_under_a_pending_answer_drops_the_later_ones():
     script, protocol, transport, _ = pipeline()
     script.behaviour[ApiKey.FETCH] = "defer"
     script.behaviour[ApiKey.METADATA] = "defer"
-    protocol.dataReceived(metadata(1) + fetch(2))
+    protocol.dataReceived(fetch(1) + metadata(2))
     script.deferreds[ApiKey.FETCH][0].callback(UNENCODABLE[ApiKey.FETCH])
     assert transport.disconnecting
-    script.deferreds[ApiKey.METADATA][0].callback(METADATA_ANSWER)
-    assert transport.value() == b""
+    # the request waiting behind it is never served, and nothing is written
+    assert ApiKey.METADATA not in script.deferreds and transport.value() == b""
 
 
 @pytest.mark.parametrize("body", [b"", b"\xff" * 3, b"\x00\x00\x00\x05ab",
@@ -452,18 +452,22 @@ def test_a_short_kafka_header_closes_the_connection():
 
 # --- ordering and acks=0 -------------------------------------------------------------------------
 
-def test_pipelined_requests_are_answered_in_order_when_the_first_completes_last():
+def test_pipelined_requests_are_served_one_at_a_time_in_order():
+    """Kafka's processor mutes a channel from reading a request until its answer is sent: a
+    pipelined request is served only after the one before it was answered."""
     script, protocol, transport, _ = pipeline()
     script.behaviour[ApiKey.METADATA] = "defer"
     script.behaviour[ApiKey.PRODUCE] = "defer"
     feed_bytewise(protocol, metadata(1) + produce(2) + api_versions(3) + metadata(4))
-    assert transport.value() == b""              # 3 is ready but waits behind 1 and 2
-    meta1, meta4 = script.deferreds[ApiKey.METADATA]
+    assert transport.value() == b"" and script.keys_called() == [ApiKey.METADATA]
+    script.deferreds[ApiKey.METADATA][0].callback(METADATA_ANSWER)
+    assert script.keys_called() == [ApiKey.METADATA, ApiKey.PRODUCE]
     [produce2] = script.deferreds[ApiKey.PRODUCE]
-    meta4.callback(METADATA_ANSWER)
     produce2.callback(_produce_answer(None, script.calls[1].request))
-    assert transport.value() == b""              # 1 still pending holds back everything
-    meta1.callback(METADATA_ANSWER)
+    # ApiVersions is answered at once, and Metadata 4 is in the broker
+    assert script.keys_called() == [ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.API_VERSIONS,
+                                    ApiKey.METADATA]
+    script.deferreds[ApiKey.METADATA][1].callback(METADATA_ANSWER)
     answers = read_kafka_responses(transport, [(ApiKey.METADATA, 11), (ApiKey.PRODUCE, 9),
                                                (ApiKey.API_VERSIONS, 3), (ApiKey.METADATA, 11)])
     assert cids(answers) == [1, 2, 3, 4]
@@ -474,9 +478,11 @@ def test_acks_zero_produce_gets_no_response():
     script, protocol, transport, _ = pipeline()
     script.behaviour[ApiKey.METADATA] = "defer"
     protocol.dataReceived(metadata(1) + produce(2, acks=0) + produce(3, acks=1))
+    assert script.keys_called() == [ApiKey.METADATA]
+    script.deferreds[ApiKey.METADATA][0].callback(METADATA_ANSWER)
+    # the acks=0 produce is served and, unanswered, hands over to the next request
     assert script.keys_called() == [ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.PRODUCE]
     assert script.calls[1].request.acks == 0
-    script.deferreds[ApiKey.METADATA][0].callback(METADATA_ANSWER)
     answers = read_kafka_responses(transport, [(ApiKey.METADATA, 11), (ApiKey.PRODUCE, 9)])
     assert cids(answers) == [1, 3]     # nothing for correlation id 2
 
