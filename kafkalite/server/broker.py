@@ -44,6 +44,8 @@ from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
+from kafkalite.server.request_watch import CHECK_INTERVAL_S as REQUEST_WATCH_INTERVAL_S
+from kafkalite.server.request_watch import RequestWatch
 from kafkalite.txn.coordinator import TransactionCoordinator
 from kafkalite.txn.state_store import TRANSACTION_STATE_TOPIC
 from kafkalite.zk import ZkClient, ZkState
@@ -177,6 +179,7 @@ class BrokerService(service.MultiService):
         self._loop(self._checkpoint_high_watermarks,
                    config.replica_high_watermark_checkpoint_interval_ms / 1000.0)
         self._loop(self._flush_isr_notifications, ISR_NOTIFICATION_INTERVAL_S)
+        self._loop(RequestWatch(self.dispatcher).check, REQUEST_WATCH_INTERVAL_S)
         self.zk.watch_children(zk_schema.CONFIG_CHANGES_PATH, self._on_config_change)
         log.info("broker %d started: listening on port %d, cluster id %s", self.broker_id,
                  self.port, self.cluster_id)

@@ -41,6 +41,7 @@ pipelines without bound is held back by TCP as Kafka's muted channel holds it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 from twisted.internet import defer
@@ -55,6 +56,7 @@ from kafkalite.server.connection_security import (
     PRE_AUTHENTICATION_MAX_FRAME_BYTES, ConnectionSecurity, describe_refusal,
 )
 from kafkalite.server.request_codecs import CODECS, Refused, sniff_protocol
+from kafkalite.server.request_watch import InBroker, bound_of
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ class BrokerProtocol(KafkaWireProtocol):
         self._serving = False                   # a request is in the broker, unanswered
         self._draining = False
         self._paused = False
+        self.in_broker: InBroker | None = None    # the request being served (request_watch)
+        self.reported_overdue: InBroker | None = None
         self.security = security or ConnectionSecurity.plaintext()
         if not self.security.authenticated:
             self._decoder.max_frame_bytes = min(self.max_frame_bytes,
@@ -90,6 +94,9 @@ class BrokerProtocol(KafkaWireProtocol):
     def principal(self) -> str:
         """Who the client is (``User:ANONYMOUS`` until TLS or SASL says otherwise)."""
         return self.security.principal
+
+    def peer_description(self) -> str:
+        return self._peer()
 
     def handshakeCompleted(self) -> None:
         """TLS is up: an SSL client's certificate names its principal."""
@@ -141,6 +148,7 @@ class BrokerProtocol(KafkaWireProtocol):
 
     def _request_done(self) -> None:
         """The request in the broker was answered (or served without an answer): the next."""
+        self.in_broker = None
         self._serving = False
         if self._waiting:
             self._drain()
@@ -187,6 +195,8 @@ class BrokerProtocol(KafkaWireProtocol):
         if not codec.expects_response(head, request):
             self._serve_without_answer(head, ctx, request)
             return
+        self.in_broker = InBroker(head.spec.name, head.api_version, head.correlation_id,
+                                  time.monotonic(), bound_of(request))
         try:
             result = codec.call(self.dispatcher, head, ctx, request)
         except Exception as exc:  # noqa: BLE001 - a failed handler answers with an error
