@@ -47,10 +47,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MEMBER_SCRIPT = os.path.join(HERE, "group_member.py")
 
 SESSION_TIMEOUT_MS = 4000
-# what a rebalance may take on a loaded 2-core machine (debounce, reads, claim retries): a bound
-# for the waits below, not a performance assertion (bench/rebalance_bench.py measures)
-REBALANCE_ALLOWANCE_S = 20.0
-SETTLE_S = SESSION_TIMEOUT_MS / 1000 + REBALANCE_ALLOWANCE_S
+# a deadline against a hang, not a measure: each wait below names the event it waits for (the
+# owners in ZooKeeper, the records consumed); bench/rebalance_bench.py measures rebalances
+SETTLE_S = 120.0
 
 
 # ------------------------------------------------------------------------------------ fixtures
@@ -542,7 +541,7 @@ def test_idle_members_beyond_partition_count(group_cluster, members, zk):
     group_members = [members(group, topic, f"m{i}") for i in range(8)]
     wait_started(group_members, timeout_s=60)
     expected = expected_range(group_members, topic, 6)
-    wait_until(lambda: settled(zk, group, group_members, expected, 6), SETTLE_S + 10,
+    wait_until(lambda: settled(zk, group, group_members, expected, 6), SETTLE_S,
                "8 members on 6 partitions")
     ends = produce(cluster, topic, 6, 20)
     wait_until(lambda: all_consumed(group_members, ends), 60, "every record consumed")
@@ -640,7 +639,7 @@ def test_restart_resumes_from_committed_offsets(group_cluster, members, zk):
     wait_until(lambda: background.sent > 1500, 30, "more records after the crash")
     ends = background.stop()
     wait_until(lambda: all_consumed([manual, manual2], ends) and
-               all_consumed([auto, auto2], ends), SETTLE_S + 30,
+               all_consumed([auto, auto2], ends), SETTLE_S,
                "the restarted members reading everything (nothing lost)")
 
     report = []
@@ -687,7 +686,7 @@ def test_sticky_moves_fewer_partitions_than_range(group_cluster, members, zk):
                 len(counts) == len(live) and max(counts.values()) - min(counts.values()) <= 1)
 
     wait_until(lambda: balanced("cmp-sticky-g", groups["sticky"]) and
-               balanced("cmp-range-g", groups["range"]), SETTLE_S + 10, "both groups balanced")
+               balanced("cmp-range-g", groups["range"]), SETTLE_S, "both groups balanced")
     assert settled(zk, "cmp-range-g", groups["range"],
                    expected_range(groups["range"], topic, partitions), partitions)
     before = {s: by_member(owner_map(zk, f"cmp-{s}-g")) for s in groups}

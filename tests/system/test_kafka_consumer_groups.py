@@ -60,9 +60,9 @@ pytestmark = [
 
 PARTITIONS = 6
 SESSION_TIMEOUT_MS = 6000
-# what one rebalance may take on a loaded 2-core machine (heartbeat interval 1 s, join, sync):
-# a bound for the waits, not a performance figure
-REBALANCE_ALLOWANCE_S = 15.0
+# a deadline against a hang, not a measure: each wait below names the event it waits for (an
+# assignment, a read) and prints how long it took; bench/group_rebalance_bench.py measures
+REBALANCE_DEADLINE_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +300,7 @@ def test_member_that_leaves_hands_everything_to_the_other(cluster, members):
     b.stop()        # b commits the batch it is in, then close() sends LeaveGroup
     left_at = b.stopped_at
     assert b.events()[-1]["ev"] == "closed"
-    wait_for(lambda: a.owned() == set(range(PARTITIONS)), REBALANCE_ALLOWANCE_S,
+    wait_for(lambda: a.owned() == set(range(PARTITIONS)), REBALANCE_DEADLINE_S,
              "a owning all six partitions after b left", [a])
     took = a.assignments(since=left_at)[-1]["t"] - left_at
     print(f"\nleave: a owned all six {took:.2f} s after b was told to close")
@@ -315,7 +315,7 @@ def test_member_that_leaves_hands_everything_to_the_other(cluster, members):
     assert first_after == {p: max(o for _, q, o in b.reads() if q == p) + 1 for p in b_owned}
 
 
-def test_killed_member_partitions_move_within_session_timeout(cluster, members):
+def test_killed_member_partitions_move_to_the_survivors(cluster, members):
     topic, group = "kill", "kill-group"
     create_topic(cluster, topic, PARTITIONS)
     # records keep coming while c dies, so every partition of c has some to read afterwards
@@ -332,7 +332,7 @@ def test_killed_member_partitions_move_within_session_timeout(cluster, members):
         killed_at = c.killed_at
         last_acked = {p: max(o for _, q, o in c.acked_commits() if q == p) for p in victim}
         wait_for(lambda: split([a, b], [3, 3]),
-                 SESSION_TIMEOUT_MS / 1000 + REBALANCE_ALLOWANCE_S,
+                 REBALANCE_DEADLINE_S,
                  "a and b owning c's partitions", [a, b])
         took = max(m.assignments(since=killed_at)[-1]["t"] for m in (a, b)) - killed_at
         print(f"\nkill -9: a and b owned all six {took:.2f} s after the kill "
@@ -659,7 +659,7 @@ def test_coordinator_killed_while_the_group_commits(cluster, members):
         # b leaves: a takes b's partitions from the offsets the new coordinator loaded and has
         # been committing since (a lost commit would make a read below it)
         b.stop()
-        wait_for(lambda: a.owned() == set(range(PARTITIONS)), REBALANCE_ALLOWANCE_S,
+        wait_for(lambda: a.owned() == set(range(PARTITIONS)), REBALANCE_DEADLINE_S,
                  "a owning all six partitions after b left", [a])
         produced += produce(cluster.bootstrap_servers, topic, 300, start=len(produced))
         wait_for(lambda: all_read(pair, produced), 60, "a reading the last records", [a])
