@@ -71,8 +71,12 @@ def test_views_show_the_cluster_groups_and_znodes(cluster, console, zk_connect):
     try:
         def both_groups_committed():
             groups = {g["group"]: g for g in console.get("/api/groups")["groups"]}
+            # one sample showing both the offsets and the member's assignment (a member can
+            # be sampled between its join and its sync)
             done = all(name in groups and len(groups[name]["offsets"]) == 3
                        and all(row["lag"] == 0 for row in groups[name]["offsets"])
+                       and len(groups[name]["members"]) == 1
+                       and groups[name]["members"][0]["partitions"]
                        for name in ("zk-billing", "co-billing"))
             return groups if done else None
         groups = poll_until([zk_member, coordinator_member], both_groups_committed,
