@@ -1,0 +1,230 @@
+"""Kafka Connect 2.8.2, a distributed worker, on 3 brokers of each system (issue 25, item 3).
+
+One ``ConnectDistributed`` worker per system (tests/jvm/connect_worker.py) on 3 brokers of the
+module's own (rf 3, min.insync.replicas 2; a broker is killed, so the shared session clusters are
+not for this), the same tests on kafkalite and on Apache Kafka 2.8.2:
+
+- the worker creates its config, offset and status topics itself, with its replication factor and
+  partition settings and ``cleanup.policy=compact``: read back with confluent-kafka's AdminClient;
+- a FileStreamSource and a FileStreamSink connector, created through the REST API, copy a file of
+  lines through a topic into another file: the sink file equals the source file, and the topic's
+  records read by confluent-kafka are the lines, in order;
+- the same copy while the leader of the data topic is killed with SIGKILL (it stays down), then
+  more lines appended: the sink file ends with every source line, in order, and the connectors
+  RUNNING. At-least-once allows duplicates (the sink rewinds to its last committed offset after
+  a failure, a producer retry can append a batch twice): they must have that shape, and are
+  counted and printed.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Iterator
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
+from connect_worker import ConnectWorker, check_at_least_once, full_lines
+from jvm_apps import create_topic, unique
+
+from kafkalite.local.cluster import wait_until
+from kafkalite.testing.oracle_fixtures import SYSTEMS, session_chroot
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SETTINGS = {
+    "min.insync.replicas": 2, "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 10,
+    "group.initial.rebalance.delay.ms": 0,
+    # a kill -9 is noticed through the ZooKeeper session
+    "zookeeper.session.timeout.ms": 3000, "zookeeper.connection.timeout.ms": 15000,
+    "replica.lag.time.max.ms": 5000,
+}
+INTERNAL = {"config": 1, "offset": 5, "status": 3}     # topic -> partitions asked of the worker
+LINES = 2000
+SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+
+
+@pytest.fixture(scope="module", params=SYSTEMS)
+def cluster(request: pytest.FixtureRequest, zookeeper: Any,
+            tmp_path_factory: Any) -> Iterator[Any]:
+    chroot = session_chroot(zookeeper, f"connect-{request.param}")
+    zk = f"{zookeeper.connect_string}{chroot}"
+    workdir = str(tmp_path_factory.mktemp(f"connect-{request.param}"))
+    if request.param == "kafka":
+        from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
+        try:
+            made = ApacheKafkaCluster(zk, 3, workdir=workdir, overrides=dict(SETTINGS))
+        except ApacheKafkaNotFoundError as exc:
+            pytest.fail(str(exc), pytrace=False)
+    else:
+        from kafkalite.local.cluster import LocalCluster
+        made = LocalCluster(zk, 3, workdir=workdir, overrides=dict(SETTINGS))
+    failed_before = request.session.testsfailed
+    started = False
+    try:
+        made.start()
+        started = True
+        yield made
+    finally:
+        if not started or request.session.testsfailed > failed_before:
+            print(made.describe_logs())
+        for broker_id in list(made.brokers):    # nothing of it is kept: no graceful shutdown
+            made.kill(broker_id)
+        made.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(request: pytest.FixtureRequest, cluster: Any,
+           tmp_path_factory: Any) -> Iterator[ConnectWorker]:
+    group = unique("connect")
+    settings = {f"{kind}.storage.topic": f"{group}-{kind}s" for kind in INTERNAL}
+    settings.update({f"{kind}.storage.replication.factor": 3 for kind in INTERNAL})
+    settings.update({"offset.storage.partitions": INTERNAL["offset"],
+                     "status.storage.partitions": INTERNAL["status"],
+                     # offsets committed (and the sink file flushed) every second
+                     "offset.flush.interval.ms": 1000})
+    made = ConnectWorker(cluster.bootstrap_servers,
+                         str(tmp_path_factory.mktemp("connect-worker")), group, settings)
+    failed_before = request.session.testsfailed
+    started = False
+    try:
+        made.start()
+        started = True
+        yield made
+    finally:
+        if not started or request.session.testsfailed > failed_before:
+            print(made.describe(200))
+        made.kill()     # its brokers go next: no graceful shutdown to wait for
+
+
+def _lines(count: int, start: int = 0) -> list[str]:
+    """Unique lines (a duplicate is recognisable), of a few words and varied length."""
+    tag = uuid.uuid4().hex[:6]
+    return [f"{tag} line {i:05d} " + "ab" * (i % 17) for i in range(start, start + count)]
+
+
+def _append(path: str, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+
+
+def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
+          ) -> tuple[str, str, str]:
+    """A topic and a FileStreamSource -> topic -> FileStreamSink pair on two files (the source
+    file exists, empty); their names."""
+    topic = f"{name}-lines"
+    create_topic(bootstrap, topic, 1)    # one partition: the lines keep their order
+    source_file, sink_file = (os.path.join(workdir, f"{name}.{kind}.txt")
+                              for kind in ("source", "sink"))
+    _append(source_file, [])
+    worker.create_connector(f"{name}-source", {
+        "connector.class": SOURCE, "tasks.max": "1", "file": source_file, "topic": topic})
+    worker.create_connector(f"{name}-sink", {
+        "connector.class": SINK, "tasks.max": "1", "file": sink_file, "topics": topic})
+    for connector in (f"{name}-source", f"{name}-sink"):
+        wait_until(lambda: worker.running(connector), 60, f"{connector} RUNNING",
+                   interval_s=0.25, on_timeout=worker.describe)
+    return topic, source_file, sink_file
+
+
+def _topic_values(bootstrap: str, topic: str) -> list[str]:
+    """Every record of partition 0 of ``topic`` to its end, read by confluent-kafka."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("connect-reader"),
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    values: list[str] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        ended = []
+
+        def drained() -> bool:
+            for msg in consumer.consume(1000, timeout=0.2):
+                if msg.error():
+                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                    ended.append(msg.offset())
+                    continue
+                assert msg.key() is None    # FileStreamSource sends no key
+                values.append(msg.value().decode())
+            return bool(ended)
+        wait_until(drained, 60, f"the end of {topic}")
+    finally:
+        consumer.close()
+    return values
+
+
+def test_worker_creates_its_compacted_internal_topics(cluster, worker):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    names = {kind: worker.properties[f"{kind}.storage.topic"] for kind in INTERNAL}
+    # the REST API answers before the herder has created them (Kafka's worker does so too)
+    wait_until(lambda: set(names.values()) <= set(admin.list_topics(timeout=10).topics), 60,
+               f"the worker's topics {sorted(names.values())}",
+               on_timeout=lambda: f"{sorted(admin.list_topics(timeout=10).topics)}\n"
+                                  f"{worker.describe()}")
+    topics = admin.list_topics(timeout=10).topics
+    for kind, name in names.items():
+        partitions = topics[name].partitions
+        assert len(partitions) == INTERNAL[kind], (name, len(partitions))
+        assert all(len(p.replicas) == 3 and len(p.isrs) == 3 for p in partitions.values()), name
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names.values()]
+    described = {r.name: {k: v.value for k, v in f.result(30).items()}
+                 for r, f in admin.describe_configs(resources).items()}
+    for name, config in described.items():
+        assert config["cleanup.policy"] == "compact", (name, config["cleanup.policy"])
+        assert config["min.insync.replicas"] == "2", name    # the cluster's, not overridden
+    # the worker wrote its connector configs and statuses there: a connector made now is in them
+    worker.create_connector("probe", {"connector.class": SINK, "tasks.max": "1",
+                                      "file": os.path.join(worker.workdir, "probe.txt"),
+                                      "topics": unique("probe")})
+    wait_until(lambda: worker.running("probe"), 60, "the probe connector RUNNING",
+               interval_s=0.25, on_timeout=worker.describe)
+    assert "probe" in worker.request("GET", "/connectors")
+    worker.request("DELETE", "/connectors/probe")
+
+
+def test_file_source_to_sink_through_a_topic(cluster, worker, tmp_path):
+    bootstrap = cluster.bootstrap_servers
+    name = unique("copy")
+    topic, source_file, sink_file = _copy(worker, name, bootstrap, str(tmp_path))
+    lines = _lines(LINES)
+    _append(source_file, lines[:LINES // 2])
+    wait_until(lambda: full_lines(sink_file) == lines[:LINES // 2], 60, "the first half copied",
+               interval_s=0.2, on_timeout=lambda: f"{len(full_lines(sink_file))} lines in sink")
+    _append(source_file, lines[LINES // 2:])   # the source tails its file
+    wait_until(lambda: len(full_lines(sink_file)) >= LINES, 60, "every line in the sink file",
+               interval_s=0.2, on_timeout=lambda: f"{len(full_lines(sink_file))} lines in sink")
+    with open(sink_file, "rb") as sink, open(source_file, "rb") as source:
+        assert sink.read() == source.read()
+    assert _topic_values(bootstrap, topic) == lines
+
+
+def test_copy_survives_a_kill_of_the_data_topic_leader(cluster, worker, tmp_path):
+    bootstrap = cluster.bootstrap_servers
+    name = unique("kill")
+    topic, source_file, sink_file = _copy(worker, name, bootstrap, str(tmp_path))
+    lines = _lines(LINES)
+    _append(source_file, lines[:LINES // 2])
+    # mid-copy: the sink has written its first lines, not yet all of the first half
+    wait_until(lambda: full_lines(sink_file), 60, "the first lines in the sink file",
+               interval_s=0.05, on_timeout=worker.describe)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    at_kill = len(full_lines(sink_file))
+    cluster.kill(leader)
+    _append(source_file, lines[LINES // 2:])
+
+    def copied() -> bool:
+        got = full_lines(sink_file)
+        return len(got) >= LINES and set(got) == set(lines)
+    wait_until(copied, 120, f"every line in the sink file after broker {leader} was killed",
+               interval_s=0.25, on_timeout=lambda: f"{len(set(full_lines(sink_file)))} of "
+               f"{LINES} lines in sink\n{worker.describe()}")
+    assert full_lines(source_file) == lines
+    sink_duplicates = check_at_least_once(full_lines(sink_file), lines)
+    topic_duplicates = check_at_least_once(_topic_values(cluster.bootstrap_servers, topic), lines)
+    for connector in (f"{name}-source", f"{name}-sink"):
+        assert worker.running(connector), worker.status(connector)
+    print(f"\nbroker {leader} (leader of {topic}) killed with {at_kill} of {LINES // 2} lines "
+          f"in the sink file; duplicates: {sink_duplicates} in the sink file, "
+          f"{topic_duplicates} in the topic")
