@@ -89,6 +89,8 @@ def run_librdkafka_test(folder: str, number: str, bootstrap: str, workdir: str,
         out.write(f"bootstrap.servers={bootstrap}\n"
                   f"test.topic.random={str(random_topics).lower()}\n"
                   f"test.topic.prefix=rdk_{name}\n")
+        if os.environ.get("KAFKALITE_LIBRDKAFKA_DEBUG"):    # e.g. "protocol,cgrp", to diagnose
+            out.write(f"debug={os.environ['KAFKALITE_LIBRDKAFKA_DEBUG']}\n")
     src = os.path.join(os.path.dirname(folder), "src")
     env = {**os.environ, "TESTS": number, "TEST_KAFKA_VERSION": "2.8.2",
            "RDKAFKA_TEST_CONF": conf, "RDKAFKA_GITVER": "2.0.2",
