@@ -27,7 +27,7 @@ from typing import Any, Mapping
 # have always found them
 from kafkalite.config_defs import (  # noqa: F401
     ConfigDef, Validator, as_given, at_least, between, each_one_of, listeners_valid, non_empty,
-    one_of, parse_overrides, compression_type, read_properties,
+    one_of, parse_overrides, compression_type, read_properties, format_version,
 )
 from kafkalite.config_kafka_names import (  # noqa: F401
     BROKER_NO_EFFECT, NOT_KAFKA_BROKER_CONFIGS, TOPIC_NO_EFFECT, closest_name, no_effect_note,
@@ -78,6 +78,10 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("compression.type", "string", "producer", "codec of the stored batches: "
               "'producer' keeps each batch as its producer compressed it",
               compression_type, "compression.type"),
+    ConfigDef("message.format.version", "string", "2.8-IV1", "the message format the leader "
+              "stores (a Kafka version: 0.8.x/0.9.0 magic 0, 0.10.x magic 1, 0.11.0 and later "
+              "magic 2); below 0.11.0 producers' batches are converted on append",
+              format_version, "log.message.format.version"),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs at least this many in-sync "
               "replicas", at_least(1), "min.insync.replicas"),
     ConfigDef("unclean.leader.election.enable", "boolean", False, "allow an out-of-sync replica "
@@ -176,6 +180,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0)),
     ConfigDef("compression.type", "string", "producer", "codec of stored batches: 'producer' "
               "keeps each batch as its producer compressed it", compression_type),
+    ConfigDef("log.message.format.version", "string", "2.8-IV1", "default "
+              "message.format.version of the topics", format_version),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "largest request frame accepted",
               at_least(1)),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs this many in-sync replicas",

@@ -76,6 +76,47 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 compression_type = one_of(*COMPRESSION_TYPES)
 
 
+# Kafka 2.8's ApiVersion list (kafka.api.ApiVersion.allVersions): (version, magic)
+_API_VERSIONS = (
+    ("0.8.0", 0), ("0.8.1", 0), ("0.8.2", 0), ("0.9.0", 0),
+    ("0.10.0-IV0", 1), ("0.10.0-IV1", 1), ("0.10.1-IV0", 1), ("0.10.1-IV1", 1),
+    ("0.10.1-IV2", 1), ("0.10.2-IV0", 1),
+    ("0.11.0-IV0", 2), ("0.11.0-IV1", 2), ("0.11.0-IV2", 2), ("1.0-IV0", 2), ("1.1-IV0", 2),
+    ("2.0-IV0", 2), ("2.0-IV1", 2), ("2.1-IV0", 2), ("2.1-IV1", 2), ("2.1-IV2", 2),
+    ("2.2-IV0", 2), ("2.2-IV1", 2), ("2.3-IV0", 2), ("2.3-IV1", 2), ("2.4-IV0", 2),
+    ("2.4-IV1", 2), ("2.5-IV0", 2), ("2.6-IV0", 2), ("2.7-IV0", 2), ("2.7-IV1", 2),
+    ("2.7-IV2", 2), ("2.8-IV0", 2), ("2.8-IV1", 2),
+)
+#: every key ApiVersion.apply accepts (full and short versions) -> the magic it stores
+FORMAT_VERSIONS: dict[str, int] = {v: m for v, m in _API_VERSIONS}
+FORMAT_VERSIONS.update({v.split("-")[0]: m for v, m in _API_VERSIONS})
+
+
+def _key(version: str) -> str:
+    # ApiVersion.apply: "0.10.2.1" is 0.10.2, "2.8.1" is 2.8 (three parts below 1.0, else two)
+    parts = version.split(".")
+    return ".".join(parts[:3 if version.startswith("0.") else 2])
+
+
+def check_format_version(version: str) -> bool:
+    """Whether Kafka's ApiVersion accepts ``version`` (the config validator)."""
+    return isinstance(version, str) and _key(version) in FORMAT_VERSIONS
+
+
+def record_magic(version: str) -> int:
+    """The magic a topic of ``message.format.version`` ``version`` stores (ConfigError if it is
+    not a Kafka version)."""
+    magic = FORMAT_VERSIONS.get(_key(version))
+    if magic is None:
+        raise ConfigError(f"Version `{version}` is not a valid version")
+    return magic
+
+
+# message.format.version: Kafka's ApiVersionValidator (its ConfigException names the version)
+format_version = Validator(check_format_version, "a Kafka version (ApiVersion), e.g. 0.10.2, "
+                           "0.11.0 or 2.8-IV1")
+
+
 @dataclass(frozen=True)
 class ConfigDef:
     name: str

@@ -97,8 +97,8 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "zookeeper.ssl.truststore.location", "zookeeper.ssl.truststore.password",
         "zookeeper.ssl.truststore.type")),
     ("unused by Kafka 2.8's broker itself", ("zookeeper.sync.time.ms",)),
-    ("versions: kafkalite stores only message format v2 and its brokers speak one protocol "
-     "version to each other", ("inter.broker.protocol.version", "log.message.format.version")),
+    ("versions: kafkalite's brokers speak one protocol version to each other",
+     ("inter.broker.protocol.version",)),
     ("down-conversion: kafkalite never down-converts (clients below message format v2 are not "
      "served)", ("log.message.downconversion.enable",)),
     ("broker id generation: kafkalite needs broker.id set", (
@@ -125,7 +125,6 @@ _TOPIC_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")),
     ("compaction lag bounds: kafkalite compacts once the log is dirty enough "
      "(min.cleanable.dirty.ratio)", ("min.compaction.lag.ms", "max.compaction.lag.ms")),
-    ("kafkalite stores only message format v2", ("message.format.version",)),
     ("kafkalite never down-converts", ("message.downconversion.enable",)),
     ("segment files are appended, not preallocated", ("preallocate",)),
     ("segments roll at exactly segment.ms, with no jitter", ("segment.jitter.ms",)),

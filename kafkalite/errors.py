@@ -133,6 +133,10 @@ InvalidConfigError = _error(40, "INVALID_CONFIG", False, "A configuration value 
 NotControllerError = _error(41, "NOT_CONTROLLER", True, "This broker is not the controller")
 InvalidRequestError = _error(42, "INVALID_REQUEST", False,
                              "The request is malformed or violates the protocol")
+UnsupportedForMessageFormatError = _error(
+    43, "UNSUPPORTED_FOR_MESSAGE_FORMAT", False,
+    "The topic's message format version does not support the request (e.g. idempotent records "
+    "on a magic 0/1 topic)")
 PolicyViolationError = _error(44, "POLICY_VIOLATION", False,
                               "The request breaks a policy of the topic (e.g. its cleanup.policy)")
 OutOfOrderSequenceNumberError = _error(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False,

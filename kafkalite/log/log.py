@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from kafkalite.config_defs import record_magic
 from kafkalite.errors import (
     IllegalStateError,
     KafkaStorageError,
@@ -46,15 +47,19 @@ from kafkalite.log.validator import (
     PREFIX_SIZE,
     AppendInfo,
     prepare_append,
+    scan_request,
     validate_request,
 )
+from kafkalite.record.batch import read_batch
 from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
     F_EPOCH,
     F_LAST_DELTA,
     F_LENGTH,
+    F_MAGIC,
     F_MAX_TS,
     F_RECORD_COUNT,
 )
+from kafkalite.record.legacy_convert import to_legacy
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +205,10 @@ class Log(LogCleaning, LogTransactions):
         view, batches_in = validate_request(records, self.config, assign_offsets, self._clock)
         if not batches_in:
             return AppendInfo(-1, -1, -1, -1, 0, 0, -1, self.log_start_offset)
+        if assign_offsets and record_magic(self.config.message_format_version) < 2:
+            return self._append_legacy(view, batches_in)
+        if leader_epoch is not None and any(f[F_MAGIC] < 2 for _p, _s, f in batches_in):
+            leader_epoch = None  # a magic 0/1 message has its CRC where v2 has the epoch
         if (len(batches_in) == 1 and assign_offsets
                 and self.config.message_timestamp_type != "LogAppendTime"):
             return self._append_one(view, batches_in[0][2], leader_epoch)
@@ -216,6 +225,33 @@ class Log(LogCleaning, LogTransactions):
             self.flush()
         return AppendInfo(new.first_offset, new.last_offset, new.max_timestamp,
                           new.log_append_time, new.record_count, total,
+                          new.offset_of_max_timestamp, self.log_start_offset)
+
+    def _append_legacy(self, view: memoryview, batches_in: list) -> AppendInfo:
+        """A leader's append to a topic of ``message.format.version`` below 0.11: the batches
+        converted to magic 0/1 messages with their offsets (``record.legacy_convert``), then
+        written as a follower writes a leader's bytes."""
+        config = self.config
+        now = self._clock() if config.message_timestamp_type == "LogAppendTime" else None
+        leo = self._segments[-1].next_offset
+        data = memoryview(to_legacy([read_batch(view, pos, verify_crc=False)
+                                     for pos, _s, _f in batches_in],
+                                    record_magic(config.message_format_version), leo, now))
+        new = prepare_append(data, scan_request(data, False), leo, False, None, config,
+                             self._clock, self.name)
+        total = len(data)
+        try:
+            # a compressed wrapper counts at its last offset, as Kafka rolls on it
+            segment = self._maybe_roll(total, new.first_offset, new.last_offset)
+            segment.append(data, new.last_offset, new.max_timestamp,
+                           new.offset_of_max_timestamp, new.batches, total)
+        except OSError as exc:
+            raise self._storage_error(exc, f"append {total} bytes to") from exc
+        if new.last_offset + 1 - self.recovery_point >= config.flush_messages:
+            self.flush()
+        count = sum(f[F_RECORD_COUNT] for _p, _s, f in batches_in)
+        return AppendInfo(leo, new.last_offset, new.max_timestamp,
+                          -1 if now is None else now, count, total,
                           new.offset_of_max_timestamp, self.log_start_offset)
 
     def _append_one(self, view: memoryview, f: tuple, leader_epoch: int | None) -> AppendInfo:

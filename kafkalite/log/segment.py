@@ -33,6 +33,7 @@ from kafkalite.log.index import OffsetIndex, TimeIndex
 from kafkalite.log.segment_loading import SegmentLoading, _corrupt
 from kafkalite.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkalite.record import header as hdr
+from kafkalite.record.legacy_convert import HEADER_SIZES, MIN_SIZE, legacy_fields
 from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
     F_ATTRIBUTES,
     F_BASE_OFFSET,
@@ -56,6 +57,8 @@ _HEADER_SIZE = hdr.HEADER_SIZE
 _OVERHEAD = hdr.LOG_OVERHEAD
 _MIN_BATCH = hdr.HEADER_SIZE
 _MAGIC = hdr.MAGIC
+_MAGIC_POS = hdr.MAGIC_POS
+_MIN_ENTRY = min(MIN_SIZE.values())  # magic 0/1 messages may be shorter than a v2 header
 SCAN_CHUNK = 16 * 1024          # bytes read per pread while walking headers
 RECOVER_CHUNK = 4 * 1024 * 1024  # bytes read per pread while verifying CRCs
 _MAX_RELATIVE = 0x7FFFFFFF
@@ -184,7 +187,33 @@ class LogSegment(SegmentLoading):
                 _corrupt(pos + n, f"file ends at byte {pos + n}, before the expected {end}")
             off = 0
             need = 0
-            while n - off >= _HEADER_SIZE:
+            while n - off > _MAGIC_POS:
+                if buf[off + _MAGIC_POS] < _MAGIC:
+                    # a magic 0/1 message (message.format.version below 0.11): one entry
+                    head = HEADER_SIZES.get(buf[off + _MAGIC_POS], 0)
+                    if n - off < head:
+                        break
+                    try:
+                        fields = legacy_fields(buf, off, whole=False)
+                    except CorruptRecordError as exc:
+                        _corrupt(pos + off, exc.message)
+                    size = _OVERHEAD + fields[F_LENGTH]
+                    if pos + off + size > end:
+                        _corrupt(pos + off, f"message at byte {pos + off} declares {size} "
+                                            f"bytes, only {end - pos - off} present")
+                    if verify:
+                        if off + size > n:
+                            need = size
+                            break
+                        try:
+                            legacy_fields(buf, off, verify_crc=True)
+                        except CorruptRecordError as exc:
+                            _corrupt(pos + off, exc.message)
+                    yield pos + off, fields
+                    off += size
+                    continue
+                if n - off < _HEADER_SIZE:
+                    break
                 fields = unpack(buf, off)
                 size = _OVERHEAD + fields[F_LENGTH]
                 if fields[F_MAGIC] != _MAGIC or size < _MIN_BATCH:
@@ -361,7 +390,7 @@ class LogSegment(SegmentLoading):
         peek = hdr.peek_size
         while n - off >= _OVERHEAD:
             size = peek(data, off)
-            if size < _MIN_BATCH or off + size > n:
+            if size < _MIN_ENTRY or off + size > n:
                 break
             off += size
         return off

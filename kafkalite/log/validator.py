@@ -33,6 +33,7 @@ from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_fr
     F_MAX_TS,
     F_RECORD_COUNT,
 )
+from kafkalite.record.legacy_convert import legacy_fields
 from kafkalite.record.recompress import converts, recompress, target_codec
 
 # base_offset, batch_length, partition_leader_epoch: the patchable prefix, outside the CRC
@@ -231,6 +232,12 @@ def scan_request(view: memoryview, from_producer: bool) -> list[tuple[int, int, 
     pos = 0
     unpack = _UNPACK
     while pos < n:
+        if not from_producer and n - pos > hdr.MAGIC_POS and view[pos + hdr.MAGIC_POS] < _MAGIC:
+            # a leader's magic 0/1 message (message.format.version below 0.11), copied as it is
+            f = legacy_fields(view, pos, verify_crc=True)
+            out.append((pos, _OVERHEAD + f[F_LENGTH], f))
+            pos += _OVERHEAD + f[F_LENGTH]
+            continue
         if n - pos < _HEADER_SIZE:
             break
         f = unpack(view, pos)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError
+from kafkalite.record.legacy_convert import legacy_fields
 
 HEADER_FORMAT = ">qiibIhiqqqhii"  # every field, in order (see the docstring)
 HEADER = struct.Struct(HEADER_FORMAT)
@@ -168,7 +169,8 @@ def check_batch(buf, pos: int = 0) -> BatchHeader:
 
 
 def iter_headers(buf, pos: int = 0, end: int | None = None, verify_crc: bool = True):
-    """Yield ``(pos, header)`` for each complete batch in ``buf[pos:end]``.
+    """Yield ``(pos, header)`` for each complete batch in ``buf[pos:end]`` (a magic 0/1 message
+    counts as a batch of one entry: ``legacy_convert.legacy_fields``).
 
     Raises CorruptRecordError at the first batch that is malformed, truncated, or (with
     ``verify_crc``) has a bad CRC. The error's ``position`` attribute tells where the valid prefix
@@ -178,7 +180,11 @@ def iter_headers(buf, pos: int = 0, end: int | None = None, verify_crc: bool = T
     view = memoryview(buf)[:end]
     while pos < end:
         try:
-            header = check_batch(view, pos) if verify_crc else parse_header(view, pos)
+            if end - pos > MAGIC_POS and view[pos + MAGIC_POS] < MAGIC:
+                # a magic 0/1 message (message.format.version below 0.11): one entry
+                header = BatchHeader(*legacy_fields(view, pos, verify_crc))
+            else:
+                header = check_batch(view, pos) if verify_crc else parse_header(view, pos)
             if not verify_crc and end - pos < header.size:
                 raise CorruptRecordError(f"truncated batch at byte {pos}")
         except CorruptRecordError as exc:
