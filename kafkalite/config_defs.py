@@ -47,6 +47,8 @@ _TYPE_WORDS = {"int": "an integer", "long": "an integer", "double": "a number",
 class Validator:
     check: Callable[[Any], bool]
     allowed: str
+    #: the whole refusal of a value, in Kafka's words, where Kafka's validator has its own
+    kafka_refusal: Callable[[str, Any], str] | None = None
 
 
 def at_least(low: int | float) -> Validator:
@@ -113,8 +115,10 @@ def record_magic(version: str) -> int:
 
 
 # message.format.version: Kafka's ApiVersionValidator (its ConfigException names the version)
-format_version = Validator(check_format_version, "a Kafka version (ApiVersion), e.g. 0.10.2, "
-                           "0.11.0 or 2.8-IV1")
+format_version = Validator(
+    check_format_version, "a Kafka version (ApiVersion), e.g. 0.10.2, 0.11.0 or 2.8-IV1",
+    lambda name, value: f"Invalid value {value} for configuration {name}: Version `{value}` is "
+                        "not a valid version")
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,8 @@ class ConfigDef:
         else:
             value = self._coerce(raw)
         if value is not None and self.validator and not self.validator.check(value):
+            if self.validator.kafka_refusal is not None:
+                raise ConfigError(self.validator.kafka_refusal(self.name, value))
             raise ConfigError(f"invalid value {raw!r} for configuration {self.name}: "
                               f"allowed is {self.validator.allowed}")
         return value

@@ -177,8 +177,6 @@ def _kafka_validator_error(definition, raw: str) -> tuple[str, str]:
         if value < float(low):
             return shown, f"Value must be at least {low}"
         return shown, f"Value must be no more than {high}"
-    if allowed.startswith("a Kafka version"):   # ApiVersionValidator
-        return raw.strip(), f"Version `{raw.strip()}` is not a valid version"
     if allowed.startswith("one of "):
         return raw.strip(), f"String must be one of: {allowed[len('one of '):]}"
     prefix = "a comma-separated list of "
@@ -208,6 +206,8 @@ def check_value(definition, raw: str) -> None:
     try:
         definition.parse(raw)
     except ConfigError:
+        if definition.validator and definition.validator.kafka_refusal:
+            raise                      # already in Kafka's words
         reason = _kafka_parse_error(definition.type, raw)
         shown = raw
         if reason is None:

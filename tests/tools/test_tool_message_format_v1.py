@@ -2,8 +2,7 @@
 confluent-kafka, read by confluent-kafka and kafka-python, its segments read with Kafka 2.8.2's
 kafka-dump-log. Kafka 2.8's leader converts the magic 2 batches producers send to the topic's
 format on append (LogValidator.validateMessagesAndAssignOffsets with the topic's magic) and stores
-and serves magic 1 messages; kafkalite stores only v2 batches, so its half is a strict xfail until
-issue 23 (item 7) brings message format v1.
+and serves magic 1 messages; so does kafkalite (``kafkalite.record.legacy_convert``).
 
 What Kafka 2.8.2 does, checked here:
 - the value is validated (ApiVersion): an unknown version is INVALID_CONFIG;
@@ -29,9 +28,7 @@ from kafkalite.local.cluster import wait_until
 
 pytestmark = [pytest.mark.integration]
 
-NOT_DONE = pytest.mark.xfail(strict=True, reason="needs message.format.version (magic 1 "
-                             "conversion on append, magic 1 storage): issue 23")
-BOTH = [pytest.param("kafkalite", marks=NOT_DONE), "kafka"]
+BOTH = ["kafkalite", "kafka"]
 TIMESTAMPS = (1_600_000_000_000, 1_600_000_000_007, 1_600_000_000_003)
 # a shallow entry of kafka-dump-log (without --deep-iteration): one per magic 0/1 message, a
 # compressed wrapper message being one entry at the offset of its last inner message
