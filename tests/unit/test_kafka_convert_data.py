@@ -93,9 +93,9 @@ def _fetch_values(**extra):
 
 
 @pytest.mark.parametrize("version", FETCH_VERSIONS)
-def test_fetch_request_is_a_consumers(version):
+def test_fetch_request_fields(version):
     request = FETCH.request(_decoded_request(ApiKey.FETCH, version, _fetch_values()), version)
-    assert request.replica_id == m.CONSUMER_REPLICA_ID      # brokers replicate natively
+    assert request.replica_id == 3
     assert (request.max_wait_ms, request.min_bytes, request.max_bytes) == (250, 1, 1 << 20)
     assert request.isolation_level == 1
     (topic,) = request.topics
@@ -103,6 +103,16 @@ def test_fetch_request_is_a_consumers(version):
     assert (topic.topic, p.partition, p.fetch_offset, p.partition_max_bytes) == ("t", 0, 10, 4096)
     assert p.current_leader_epoch == (4 if version >= 9 else -1)
     assert request.session_epoch == -1
+
+
+@pytest.mark.parametrize("replica_id", [m.CONSUMER_REPLICA_ID, 0, 2])
+def test_fetch_request_keeps_the_replica_id(replica_id):
+    """A follower's fetch stays one: Kafka authorizes it with ClusterAction on the cluster
+    (KafkaApis.handleFetchRequest), so turning it into a consumer's would let anyone with Read
+    on the topics fetch as a follower."""
+    request = FETCH.request(_decoded_request(ApiKey.FETCH, 4, _fetch_values(
+        replica_id=replica_id)), 4)
+    assert request.replica_id == replica_id
 
 
 def test_fetch_request_carries_the_session_epoch():

@@ -60,7 +60,10 @@ PRODUCE = Converter(_produce_request, _produce_response)
 
 def _fetch_request(entity, version: int) -> m.FetchRequest:
     return m.FetchRequest(
-        replica_id=m.CONSUMER_REPLICA_ID,
+        # kept as sent: a replica id >= 0 makes it a follower's fetch, which Kafka authorizes
+        # with ClusterAction on the cluster, not Read on the topics (kafkalite's own brokers
+        # replicate over the native protocol; this is anyone speaking Kafka's)
+        replica_id=int(entity.replica_id),
         max_wait_ms=max(0, millis(entity.max_wait)),
         min_bytes=entity.min_bytes,
         max_bytes=getattr(entity, "max_bytes", 0x7FFFFFFF),
