@@ -22,8 +22,10 @@ SSL with ``ssl.client.auth=required`` (mutual TLS, the principal from the client
 
 ACLs reach each broker's authorizer through ZooKeeper asynchronously: each success is retried
 until it happens (a refusal answers at once), each refusal is asserted before its ACL exists.
-kafkalite only: this needs three listeners and a client-certificate listener, which the Apache
-Kafka launcher (testing.secure_cluster.secure_apache_kafka) does not offer.
+With ``KAFKALITE_SECURITY_VS_KAFKA=1`` the refusals, the mechanisms and the follower fetch also
+run on 2 Apache Kafka 2.8.2 brokers of the same settings (``secure_apache_kafka``), held to the
+same assertions; the mTLS tests are kafkalite's only (that launcher has no SSL listener). Off by
+default: two JVMs cost more than this module's share of the suite.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from kafkalite.local.cluster import LocalCluster, wait_until
 from kafkalite.local.ports import free_ports
 from kafkalite.security.certificates import make_ca, make_certificate
 from kafkalite.testing.secure_cluster import (PASSWORDS, SCRAM_JAAS, SecureCluster,
-                                              _secure_settings)
+                                              _secure_settings, secure_apache_kafka)
 
 from refusal_clients import CLIENTS, DESCRIBE, READ, Login, confluent_read
 
@@ -63,6 +65,9 @@ WRONG_PASSWORD = {
     "SCRAM-SHA-256": "Authentication failed during authentication due to invalid credentials "
                      "with SASL mechanism SCRAM-SHA-256",
     "PLAIN": "Authentication failed: Invalid username or password"}
+# Apache Kafka 2.8.2 beside kafkalite, opt-in (see the docstring)
+SYSTEMS = ["kafkalite"] + (["kafka"] if os.environ.get("KAFKALITE_SECURITY_VS_KAFKA") == "1"
+                           else [])
 OVERRIDES = {
     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
     "listener.name.ssl.ssl.client.auth": "required",
@@ -86,10 +91,32 @@ def mechanism_topic(mechanism: str) -> str:
     return f"mech-{mechanism.lower()}"
 
 
-@pytest.fixture(scope="module")
-def secured(zookeeper, tmp_path_factory):
+def _require_kcat() -> None:
     if shutil.which("kcat") is None:
         pytest.fail("kcat is not installed: run scripts/setup.sh (it apt-get installs kcat)")
+
+
+@pytest.fixture(scope="module", params=SYSTEMS)
+def secured(request, zookeeper, tmp_path_factory):
+    """The cluster the refusals, mechanisms and follower fetch run on: kafkalite's, or with
+    KAFKALITE_SECURITY_VS_KAFKA=1 also 2 Apache Kafka 2.8.2 brokers of the same settings (their
+    launcher has no SSL listener, so the mTLS tests are kafkalite's only)."""
+    if request.param == "kafkalite":
+        yield request.getfixturevalue("lite")
+        return
+    _require_kcat()
+    overrides = {**OVERRIDES, "super.users": "User:admin",
+                 "security.inter.broker.protocol": "SASL_SSL"}
+    with secure_apache_kafka(zookeeper, str(tmp_path_factory.mktemp("refusals-kafka")),
+                             num_brokers=2, name="refusals-kafka", overrides=overrides) as sc:
+        _prepare(sc)
+        yield sc
+
+
+@pytest.fixture(scope="module")
+def lite(zookeeper, tmp_path_factory):
+    """The kafkalite cluster, with its SSL listener (ssl.client.auth=required)."""
+    _require_kcat()
     workdir = str(tmp_path_factory.mktemp("refusals"))
     zk_connect, ca, _cert, settings = _secure_settings(zookeeper, workdir, 2, "refusals",
                                                        "SASL_SSL", None)
@@ -256,42 +283,42 @@ def _handshake(port: int, ca_path: str, cert=None) -> None:
             tls.recv(1)
 
 
-def test_mutual_tls_principal_from_certificate(secured, tmp_path):
-    reader = make_certificate(secured.extra["ca"], tmp_path, "reader")
-    intruder = make_certificate(secured.extra["ca"], tmp_path, "intruder")
+def test_mutual_tls_principal_from_certificate(lite, tmp_path):
+    reader = make_certificate(lite.extra["ca"], tmp_path, "reader")
+    intruder = make_certificate(lite.extra["ca"], tmp_path, "intruder")
 
     def describe(cert):
-        found = AdminClient(_tls_settings(secured, cert)).list_topics(
+        found = AdminClient(_tls_settings(lite, cert)).list_topics(
             MTLS_TOPIC, timeout=30).topics[MTLS_TOPIC]
         return found.error.name() if found.error else len(found.partitions)
     assert describe(reader) == "TOPIC_AUTHORIZATION_FAILED"
-    grant(secured, READER, (ResourceType.TOPIC, MTLS_TOPIC, AclOperation.READ))
+    grant(lite, READER, (ResourceType.TOPIC, MTLS_TOPIC, AclOperation.READ))
 
     def read(cert):
-        consumer_settings = {**_tls_settings(secured, cert), "group.id": "mtls-assign"}
+        consumer_settings = {**_tls_settings(lite, cert), "group.id": "mtls-assign"}
         return confluent_read(_Settings(consumer_settings), MTLS_TOPIC, None, len(VALUES),
                               "TOPIC_AUTHORIZATION_FAILED").values
     wait_until(lambda: read(reader) == VALUES, TIMEOUT_S, f"{READER} reading {MTLS_TOPIC}")
-    listing = kcat_tls(secured, reader, "-C", "-t", MTLS_TOPIC, "-p", "0", "-o", "beginning",
+    listing = kcat_tls(lite, reader, "-C", "-t", MTLS_TOPIC, "-p", "0", "-o", "beginning",
                        "-c", str(len(VALUES)), "-q")
     assert listing.returncode == 0 and listing.stdout.split() == VALUES, listing
     assert describe(intruder) == "TOPIC_AUTHORIZATION_FAILED"     # the ACL names the reader
 
 
-def test_mutual_tls_refuses_a_client_without_a_trusted_certificate(secured, tmp_path):
-    port = secured.extra["ssl_ports"][1]
+def test_mutual_tls_refuses_a_client_without_a_trusted_certificate(lite, tmp_path):
+    port = lite.extra["ssl_ports"][1]
     with pytest.raises(ssl.SSLError, match="certificate required"):
-        _handshake(port, secured.ca_path)
+        _handshake(port, lite.ca_path)
     stranger = make_certificate(make_ca(tmp_path / "other", "another CA"), tmp_path, "reader")
     with pytest.raises(ssl.SSLError, match="unknown ca"):
-        _handshake(port, secured.ca_path, stranger)
-    errors = producer_errors(_tls_settings(secured), MTLS_TOPIC,
+        _handshake(port, lite.ca_path, stranger)
+    errors = producer_errors(_tls_settings(lite), MTLS_TOPIC,
                              lambda e: "certificate required" in e.str(),
                              "librdkafka's TLS error for a missing certificate")
     assert all(e.code() in (KafkaError._TRANSPORT, KafkaError._SSL,
                             KafkaError._ALL_BROKERS_DOWN) for e in errors), errors
-    assert all(b.running for b in secured.cluster.brokers.values())
-    assert produce(secured.librdkafka("admin"), MTLS_TOPIC, [b"served"]) == [None]
+    assert all(b.running for b in lite.cluster.brokers.values())
+    assert produce(lite.librdkafka("admin"), MTLS_TOPIC, [b"served"]) == [None]
 
 
 class _Settings:
