@@ -17,8 +17,9 @@ SSL with ``ssl.client.auth=required`` (mutual TLS, the principal from the client
   refused with each client's authentication error (Kafka's own sentences);
 - a Fetch with a follower's replica id sent anonymously on the PLAINTEXT listener is answered
   TOPIC_AUTHORIZATION_FAILED for every partition (Kafka 2.8's KafkaApis.handleFetchRequest: a
-  follower needs ClusterAction on the cluster), encoded and decoded by kafka-python's protocol
-  classes, while the real followers keep every ISR full and acks=all writes succeed.
+  follower needs ClusterAction on the cluster) even though User:ANONYMOUS may Read the topic (its
+  consumer Fetch is served), encoded and decoded by kafka-python's protocol classes, while the
+  real followers keep every ISR full and acks=all writes succeed.
 
 ACLs reach each broker's authorizer through ZooKeeper asynchronously: each success is retried
 until it happens (a refusal answers at once), each refusal is asserted before its ACL exists.
