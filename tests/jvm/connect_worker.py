@@ -2,11 +2,12 @@
 
 ``ConnectWorker`` runs ``org.apache.kafka.connect.cli.ConnectDistributed`` with a worker
 properties file, as Kafka's ``bin/connect-distributed.sh`` does, from the jars that
-``scripts/fetch_apache_kafka.sh`` fetched (connect-runtime and connect-file are in its pom), and
-drives it through its REST API with the standard library's HTTP client. Port 0 is not possible
-for Connect's REST listener (the worker advertises the port it was given), so a free port is
-picked first. Also here: ``check_at_least_once``, the shape a copy may have when records are
-redelivered after a failure (the FileStream sink rewinds to its last committed offset).
+``scripts/fetch_apache_kafka.sh`` fetched (connect-runtime and connect-file are in its pom; the
+broker's and Streams' own jars left out), and drives it through its REST API with the standard
+library's HTTP client. Port 0 is not possible for Connect's REST listener (the worker advertises
+the port it was given), so a free port is picked first. Also here: ``check_at_least_once``, the
+shape a copy may have when records are redelivered after a failure (the FileStream sink rewinds
+to its last committed offset), and ``PacedWriter``, which keeps a copy under way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,9 +23,14 @@ from typing import Any
 
 from kafkalite.local.cluster import wait_until
 from kafkalite.local.ports import free_port
-from kafkalite.testing.apache_kafka import java_command
+from kafkalite.testing.apache_kafka import java_command, libs_dir
 
 MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+# Connect scans its whole classpath for plugins at start-up (several seconds on a loaded machine):
+# the jars only the broker and Streams use are left out of the worker's classpath
+NOT_CONNECT = ("kafka_2.13-", "scala-", "jackson-module-scala", "jackson-dataformat-csv",
+               "paranamer-", "rocksdbjni-", "kafka-streams-", "zookeeper-", "netty-",
+               "metrics-core-")
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 # Connect's INFO log to the worker's own file (it tells why a task failed), clients at WARN
 _LOG4J = """log4j.rootLogger=INFO, file
@@ -63,6 +70,10 @@ class ConnectWorker:
         with open(log4j, "w") as fh:
             fh.write(_LOG4J)
         cmd = java_command(MAIN, config, heap="384m", log4j=log4j)
+        libs = libs_dir()
+        cmd[cmd.index("-cp") + 1] = os.pathsep.join(
+            os.path.join(libs, jar) for jar in sorted(os.listdir(libs))
+            if jar.endswith(".jar") and not jar.startswith(NOT_CONNECT))
         cmd.insert(1, f"-Dconnect.log.file={self.log_path}")
         with open(self.out_path, "w") as out:
             self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
@@ -172,3 +183,34 @@ def check_at_least_once(got: list[str], source: list[str]) -> int:
                                  f"{position}..{i - 1} ({delivered} delivered so far)")
     assert delivered == len(source), f"{delivered} of {len(source)} source lines delivered"
     return len(got) - len(source)
+
+
+def append_lines(path: str, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+
+
+class PacedWriter(threading.Thread):
+    """Appends ``lines`` to the source file in chunks, each once the sink file has as many lines
+    as were appended ``ahead`` chunks before: the copy stays under way (a fault injected now hits
+    lines in flight) and never runs more than ``ahead`` chunks behind. ``error`` is what stopped
+    it, if anything did."""
+
+    def __init__(self, source_file: str, sink_file: str, lines: list[str], chunk: int = 50,
+                 ahead: int = 2, timeout_s: float = 120):
+        super().__init__(daemon=True, name="connect-paced-writer")
+        self.source_file, self.sink_file, self.lines = source_file, sink_file, lines
+        self.chunk, self.ahead, self.timeout_s = chunk, ahead, timeout_s
+        self.appended = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for start in range(0, len(self.lines), self.chunk):
+                behind = start - self.ahead * self.chunk
+                wait_until(lambda: len(full_lines(self.sink_file)) >= behind, self.timeout_s,
+                           f"{behind} lines in the sink file", interval_s=0.02)
+                append_lines(self.source_file, self.lines[start:start + self.chunk])
+                self.appended = min(start + self.chunk, len(self.lines))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test that joins it
+            self.error = exc

@@ -9,11 +9,13 @@ not for this), the same tests on kafkalite and on Apache Kafka 2.8.2:
 - a FileStreamSource and a FileStreamSink connector, created through the REST API, copy a file of
   lines through a topic into another file: the sink file equals the source file, and the topic's
   records read by confluent-kafka are the lines, in order;
-- the same copy while the leader of the data topic is killed with SIGKILL (it stays down), then
-  more lines appended: the sink file ends with every source line, in order, and the connectors
-  RUNNING. At-least-once allows duplicates (the sink rewinds to its last committed offset after
-  a failure, a producer retry can append a batch twice): they must have that shape, and are
-  counted and printed.
+- the same copy while the leader of the data topic is killed with SIGKILL (it stays down): the
+  source file is written in chunks kept at most two chunks ahead of the sink file, the kill comes
+  with a quarter of the lines copied and the next ones in flight, the rest is appended after it.
+  The sink file ends with every source line, in order, and the connectors RUNNING.
+  At-least-once allows duplicates (the sink rewinds to its last committed offset after a failure,
+  a producer retry can append a batch twice): they must have that shape, and are counted and
+  printed.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
-from connect_worker import ConnectWorker, check_at_least_once, full_lines
+from connect_worker import (ConnectWorker, PacedWriter, append_lines, check_at_least_once,
+                            full_lines)
 from jvm_apps import create_topic, unique
 
 from kafkalite.local.cluster import wait_until
+from kafkalite.testing.apache_kafka import ApacheKafkaNotFoundError
 from kafkalite.testing.oracle_fixtures import SYSTEMS, session_chroot
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -54,7 +58,7 @@ def cluster(request: pytest.FixtureRequest, zookeeper: Any,
     zk = f"{zookeeper.connect_string}{chroot}"
     workdir = str(tmp_path_factory.mktemp(f"connect-{request.param}"))
     if request.param == "kafka":
-        from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
+        from kafkalite.testing.apache_kafka import ApacheKafkaCluster
         try:
             made = ApacheKafkaCluster(zk, 3, workdir=workdir, overrides=dict(SETTINGS))
         except ApacheKafkaNotFoundError as exc:
@@ -94,6 +98,8 @@ def worker(request: pytest.FixtureRequest, cluster: Any,
         made.start()
         started = True
         yield made
+    except ApacheKafkaNotFoundError as exc:     # Connect's jars come with Kafka's
+        pytest.fail(str(exc), pytrace=False)
     finally:
         if not started or request.session.testsfailed > failed_before:
             print(made.describe(200))
@@ -106,11 +112,6 @@ def _lines(count: int, start: int = 0) -> list[str]:
     return [f"{tag} line {i:05d} " + "ab" * (i % 17) for i in range(start, start + count)]
 
 
-def _append(path: str, lines: list[str]) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write("".join(line + "\n" for line in lines))
-
-
 def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
           ) -> tuple[str, str, str]:
     """A topic and a FileStreamSource -> topic -> FileStreamSink pair on two files (the source
@@ -119,7 +120,7 @@ def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
     create_topic(bootstrap, topic, 1)    # one partition: the lines keep their order
     source_file, sink_file = (os.path.join(workdir, f"{name}.{kind}.txt")
                               for kind in ("source", "sink"))
-    _append(source_file, [])
+    append_lines(source_file, [])
     worker.create_connector(f"{name}-source", {
         "connector.class": SOURCE, "tasks.max": "1", "file": source_file, "topic": topic})
     worker.create_connector(f"{name}-sink", {
@@ -168,8 +169,11 @@ def test_worker_creates_its_compacted_internal_topics(cluster, worker):
         assert len(partitions) == INTERNAL[kind], (name, len(partitions))
         assert all(len(p.replicas) == 3 and len(p.isrs) == 3 for p in partitions.values()), name
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names.values()]
-    described = {r.name: {k: v.value for k, v in f.result(30).items()}
-                 for r, f in admin.describe_configs(resources).items()}
+    # asked again while it fails: a broker answers UNKNOWN_TOPIC_OR_PARTITION until the
+    # controller's metadata reached it (seen on Kafka right after the topics were listed)
+    described = wait_until(lambda: {r.name: {k: v.value for k, v in f.result(30).items()}
+                                    for r, f in admin.describe_configs(resources).items()},
+                           60, "the configs of the worker's topics", interval_s=0.25)
     for name, config in described.items():
         assert config["cleanup.policy"] == "compact", (name, config["cleanup.policy"])
         assert config["min.insync.replicas"] == "2", name    # the cluster's, not overridden
@@ -188,10 +192,10 @@ def test_file_source_to_sink_through_a_topic(cluster, worker, tmp_path):
     name = unique("copy")
     topic, source_file, sink_file = _copy(worker, name, bootstrap, str(tmp_path))
     lines = _lines(LINES)
-    _append(source_file, lines[:LINES // 2])
+    append_lines(source_file, lines[:LINES // 2])
     wait_until(lambda: full_lines(sink_file) == lines[:LINES // 2], 60, "the first half copied",
                interval_s=0.2, on_timeout=lambda: f"{len(full_lines(sink_file))} lines in sink")
-    _append(source_file, lines[LINES // 2:])   # the source tails its file
+    append_lines(source_file, lines[LINES // 2:])   # the source tails its file
     wait_until(lambda: len(full_lines(sink_file)) >= LINES, 60, "every line in the sink file",
                interval_s=0.2, on_timeout=lambda: f"{len(full_lines(sink_file))} lines in sink")
     with open(sink_file, "rb") as sink, open(source_file, "rb") as source:
@@ -204,15 +208,18 @@ def test_copy_survives_a_kill_of_the_data_topic_leader(cluster, worker, tmp_path
     name = unique("kill")
     topic, source_file, sink_file = _copy(worker, name, bootstrap, str(tmp_path))
     lines = _lines(LINES)
-    _append(source_file, lines[:LINES // 2])
-    # mid-copy: the sink has written its first lines, not yet all of the first half
-    wait_until(lambda: full_lines(sink_file), 60, "the first lines in the sink file",
-               interval_s=0.05, on_timeout=worker.describe)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
-    at_kill = len(full_lines(sink_file))
+    writer = PacedWriter(source_file, sink_file, lines, chunk=100)
+    writer.start()
+    # mid-copy: a quarter of the lines copied, the next ones in flight, the rest not yet written
+    wait_until(lambda: writer.error or len(full_lines(sink_file)) >= LINES // 4, 60,
+               "a quarter of the lines in the sink file", interval_s=0.02,
+               on_timeout=worker.describe)
     cluster.kill(leader)
-    _append(source_file, lines[LINES // 2:])
+    at_kill = (len(full_lines(sink_file)), writer.appended)
+    writer.join(150)
+    assert not writer.is_alive() and writer.error is None, (writer.error, worker.describe())
 
     def copied() -> bool:
         got = full_lines(sink_file)
@@ -225,6 +232,6 @@ def test_copy_survives_a_kill_of_the_data_topic_leader(cluster, worker, tmp_path
     topic_duplicates = check_at_least_once(_topic_values(cluster.bootstrap_servers, topic), lines)
     for connector in (f"{name}-source", f"{name}-sink"):
         assert worker.running(connector), worker.status(connector)
-    print(f"\nbroker {leader} (leader of {topic}) killed with {at_kill} of {LINES // 2} lines "
-          f"in the sink file; duplicates: {sink_duplicates} in the sink file, "
-          f"{topic_duplicates} in the topic")
+    print(f"\nbroker {leader} (leader of {topic}) killed with {at_kill[0]} lines in the sink "
+          f"file, {at_kill[1]} of {LINES} in the source file; duplicates: {sink_duplicates} in "
+          f"the sink file, {topic_duplicates} in the topic")
