@@ -274,6 +274,7 @@ class Controller:
     def _on_become_controller(self):
         self.is_active = True
         self._generation += 1
+        began, steps = self.reactor.seconds(), []   # the failover's timeline, logged at the end
         self.channels = self._channel_manager_factory(
             self.reactor, self.broker_id,
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000.0)
@@ -295,8 +296,10 @@ class Controller:
                         else self.controller_zk.watch_data)
             watch = yield watch_fn(path, self.event_callback(handler))
             self._watches.append(watch)
+        steps.append(("watches", self.reactor.seconds() - began))
         yield self._load_context()
         yield self.partition_modifications.watch(list(self.context.assignments))
+        steps.append(("context", self.reactor.seconds() - began))
         live = sorted(self.context.live_brokers)
         log.info("controller: %d live broker(s) %s, %d topic(s)", len(live), live,
                  len(self.context.assignments))
@@ -308,12 +311,19 @@ class Controller:
         rsm, psm = self.replica_state_machine, self.partition_state_machine
         rsm.initialize()
         changed = yield psm.handle_state_changes(psm.initialize(), PS.ONLINE)
+        elected = len(changed)
+        steps.append(("leaders elected", self.reactor.seconds() - began))
         replicas = self.context.replicas_of(self.context.partitions())
         changed += (yield rsm.handle_state_changes(rsm.in_state(replicas, RS.DELETION_INELIGIBLE),
                                                    RS.OFFLINE, skip_isr=set(changed)))
         yield rsm.handle_state_changes(rsm.in_state(replicas, RS.ONLINE), RS.ONLINE)
         if changed:
             self.requests.update_metadata(live, changed)
+        steps.append(("LeaderAndIsr sent", self.reactor.seconds() - began))
+        # one line to read a controller failover by (issue 24: where a failover's time goes)
+        log.info("controller: ready at epoch %d after %.0f ms (%s); %d partition(s) elected",
+                 self.epoch, 1000 * steps[-1][1],
+                 ", ".join(f"{name} +{1000 * at:.0f} ms" for name, at in steps), elected)
         if self.context.reassignments:
             yield self.reassignment.resume()
         if self.context.topics_to_delete:
