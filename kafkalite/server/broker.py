@@ -343,8 +343,11 @@ class BrokerService(service.MultiService):
             self._pending_isr_notifications.add(tp)
 
         def failed(failure):
-            log.info("%s-%d: ISR update to %s not written (%s); the controller's view wins",
-                     tp[0], tp[1], list(new_isr), failure.getErrorMessage())
+            # the error's name too: ZooKeeper's errors (BadVersion: the controller or another
+            # leader wrote since; SessionExpired: a zombie) mostly carry no message
+            log.info("%s-%d: ISR update to %s not written (%s: %s); the controller's view wins",
+                     tp[0], tp[1], list(new_isr), type(failure.value).__name__,
+                     failure.getErrorMessage())
         d.addCallbacks(written, failed)
 
     def _flush_isr_notifications(self):

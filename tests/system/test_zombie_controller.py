@@ -1,14 +1,17 @@
 """A zombie controller: the controller broker is paused (SIGSTOP) past its ZooKeeper session,
 another broker takes over, and then the zombie resumes believing it is still the controller.
 
-On resume it may act on its stale view before it hears that its session is gone (an overdue
-leader-imbalance check, an ISR shrink as the partitions' old leader). It must change nothing:
+On resume it acts on its stale view before it hears that its session is gone (an overdue
+leader-imbalance check, an ISR shrink as the partitions' old leader): the test requires its log to
+show such an attempt refused, so it cannot pass because nothing happened. It must change nothing:
 its ZooKeeper writes fail the /controller_epoch check or the expired session, brokers refuse its
 requests (tests/unit/test_controller_deposed.py and test_controller_fencing.py drive those paths
 one by one), and, under an acks=all
 producer (rf 3, min.insync.replicas 2), every acknowledged record is read back, in order, with
 the replicas agreeing byte for byte.
 """
+
+import re
 
 import pytest
 
@@ -22,6 +25,10 @@ pytestmark = pytest.mark.system
 
 TOPIC, PARTITIONS = "zombie", 3
 SESSION_MS = 4000
+# what ZooKeeper answers a zombie's conditional write: its session is gone, or it was lost in the
+# reconnection, or the znode's version moved on under the successor
+REFUSALS = {"SessionExpiredError", "ConnectionLoss", "ConnectionLossError", "ZkBadVersionError",
+            "BadVersionError", "ZkSessionExpiredError", "ZkConnectionLossError"}
 
 
 def test_zombie_controller_changes_nothing(kafkalite_cluster_factory):
@@ -52,6 +59,14 @@ def test_zombie_controller_changes_nothing(kafkalite_cluster_factory):
         # the zombie learns its session is gone, registers again and becomes a follower
         wait_until(lambda: "ZooKeeper session expired" in cluster.brokers[zombie].log_tail(2000),
                    30, "the zombie to notice its session expired")
+        # the zombie did act on its stale view, and was refused: as the old leader of its
+        # partitions, its overdue ISR check tried to drop the followers that left it, and the
+        # conditional write failed (its session gone, or the successor's version newer)
+        said = cluster.brokers[zombie].log_tail(5000)
+        refused = re.findall(r"(\S+-\d+): ISR update to \[[\d, ]*\] not written \((\w+)", said)
+        assert refused, "the zombie tried nothing, so this test proved nothing:\n" + said[-3000:]
+        assert {error for _tp, error in refused} <= REFUSALS, refused
+        print(f"\nthe zombie's refused writes: {refused}")
         wait_until(lambda: zombie in zk.get_broker_ids(), 60, "the zombie to register again")
         wait_until(lambda: producer.acked_count() > acked_during_pause + 300, 60,
                    "acks after the resume")
