@@ -2,7 +2,7 @@
 under an acks=all producer and a consumer, with Jepsen-style accounting at the end.
 
     python bench/chaos.py --minutes N [--seed S] [--leader-kills 100 --each-other 20]
-                          [--no-namespaces] [--keep]
+                          [--kinds K1,K2] [--zk-session-ms 5000] [--no-namespaces] [--keep]
 
 Cluster: 3 brokers, a topic with 3 partitions, replication factor 3, min.insync.replicas 2;
 tests/system/replication_tools.BackgroundProducer (acks=all) and a consumer run throughout. As
@@ -13,9 +13,12 @@ faults that need cuts (or the tmpfs) are skipped, which the run says.
 Fault kinds (chaos_faults.py): leader kill -9 (+ restart), leader cut from ZooKeeper, leader cut
 from its followers, zombie controller (SIGSTOP past its session, SIGCONT), full disk (broker 3's
 tmpfs filled: it halts; freed, restarted), ZooKeeper quorum loss (2 of 3 nodes killed, then back),
-session expiry of a broker (SIGSTOP) and of the controller (cut from ZooKeeper). The schedule is
-``--leader-kills`` leader kills plus ``--each-other`` of every other kind, shuffled with the seed;
-no new fault starts after ``--minutes``. After each: heal, wait for recovery, log one line.
+session expiry of a broker (SIGSTOP) and of the controller (cut from ZooKeeper), and a leader that
+is also the controller cut from ZooKeeper (issue 24's bug 6: its failover beside leader-kill's,
+``--kinds leader-kill,leader-controller-cut-zk --leader-kills 3 --each-other 3 --zk-session-ms
+6000``). The schedule is ``--leader-kills`` leader kills plus ``--each-other`` of every other kind
+(of ``--kinds`` only, when given), shuffled with the seed; no new fault starts after
+``--minutes``. After each: heal, wait for recovery, log one line.
 
 At the end: every fault healed, the producer stopped, the consumer caught up, everything read
 back, the brokers stopped cleanly and their logs compared at rest. Prints per fault kind the
@@ -76,9 +79,13 @@ class LoopbackNetwork:
 def schedule(args, available, rng):
     from chaos_faults import FAULTS
 
+    wanted = set(args.kinds.split(",")) if args.kinds else set(FAULTS)
+    unknown = wanted - set(FAULTS)
+    if unknown:
+        raise SystemExit(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
     kinds = []
     for kind in FAULTS:
-        if kind in available:
+        if kind in available and kind in wanted:
             kinds += [kind] * (args.leader_kills if kind == "leader-kill" else args.each_other)
     rng.shuffle(kinds)
     return kinds
@@ -92,6 +99,11 @@ def main() -> int:
     parser.add_argument("--leader-kills", type=int, default=100)
     parser.add_argument("--each-other", type=int, default=20,
                         help="how many of each other fault kind")
+    parser.add_argument("--kinds", default="",
+                        help="comma-separated fault kinds to run (default: all)")
+    parser.add_argument("--zk-session-ms", type=int, default=None,
+                        help="the brokers' zookeeper.session.timeout.ms (default: the fault "
+                             "clusters' 5000)")
     parser.add_argument("--no-namespaces", action="store_true",
                         help="run on loopback: process faults only")
     parser.add_argument("--recovery-timeout", type=float, default=180)
@@ -145,8 +157,11 @@ class Run:
         if self.network is None:
             self.network = LoopbackNetwork()
         self.ensemble = start_ensemble(self.network, os.path.join(self.workdir, "zk"))
+        settings = dict(BROKER_SETTINGS)
+        if self.args.zk_session_ms:
+            settings["zookeeper.session.timeout.ms"] = self.args.zk_session_ms
         self.cluster = FaultCluster(self.network, self.ensemble,
-                                    os.path.join(self.workdir, "brokers"), 3, BROKER_SETTINGS)
+                                    os.path.join(self.workdir, "brokers"), 3, settings)
         reason = SmallDisk.unavailable_reason()
         if reason is None:
             disk = SmallDisk(self.cluster.kafka.brokers[DISK_BROKER].log_dir, DISK_BROKER)

@@ -263,6 +263,36 @@ def controller_session_expiry(chaos: Chaos) -> FaultResult:
                        chaos.recover(healing), note)
 
 
+def leader_controller_cut_from_zookeeper(chaos: Chaos) -> FaultResult:
+    """The controller, leading a partition, cut from every ZooKeeper node (issue 24, bug 6):
+    both its session's ephemerals go at once, so another broker becomes controller and moves
+    the partitions away from it. When the controller leads nothing (an earlier fault moved its
+    leaderships), a preferred-leader election gives each broker its preferred partitions first.
+    Failover is timed as for a kill -9 of a leader: fault start -> the new leaders acknowledge."""
+    victim = chaos.cluster.controller_id()
+    if not chaos.led_by(victim):
+        from kafkalite.client import AdminClient
+
+        admin = AdminClient(chaos.kafka.bootstrap_servers)
+        try:
+            admin.elect_preferred_leaders([(chaos.topic, p) for p in range(chaos.partitions)])
+        finally:
+            admin.close()
+        chaos.wait(lambda: chaos.led_by(victim), HOLD_TIMEOUT_S,
+                   f"controller {victim} to lead its preferred partitions")
+    led = chaos.led_by(victim)
+    started = time.monotonic()
+    chaos.cluster.cut(victim, "zookeeper")
+    failover = chaos.failover(led, victim, started)
+    chaos.wait(lambda: chaos.cluster.controller_id() not in (None, victim), HOLD_TIMEOUT_S,
+               f"another controller than broker {victim}, cut from ZooKeeper")
+    note = chaos.stale_leader_probes(victim, led)
+    healing = time.monotonic()
+    chaos.cluster.heal()
+    return FaultResult("leader-controller-cut-zk", f"b{victim} (led {led})", failover,
+                       chaos.recover(healing), note)
+
+
 def zookeeper_quorum_loss(chaos: Chaos) -> FaultResult:
     """Two of the three ZooKeeper nodes killed: no quorum. The brokers must go on serving (the
     producer's acks=all writes go on while the ISRs stay as they are); the two come back."""
@@ -380,4 +410,5 @@ FAULTS: dict[str, tuple[Callable[[Chaos], FaultResult], str]] = {
     "zookeeper-quorum-loss": (zookeeper_quorum_loss, "processes"),
     "broker-session-expiry": (broker_session_expiry, "processes"),
     "controller-session-expiry": (controller_session_expiry, "network"),
+    "leader-controller-cut-zk": (leader_controller_cut_from_zookeeper, "network"),
 }
