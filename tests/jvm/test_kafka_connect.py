@@ -131,39 +131,48 @@ def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
     return topic, source_file, sink_file
 
 
-def _topic_values(bootstrap: str, topic: str) -> list[str]:
-    """Every record of partition 0 of ``topic`` to its end, read by confluent-kafka."""
+def _records(bootstrap: str, topic: str, partitions: int = 1) -> list[tuple[bytes, bytes]]:
+    """Every record of ``topic`` to its end, as (key, value), read by confluent-kafka."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("connect-reader"),
                          "enable.auto.commit": False, "enable.partition.eof": True})
-    values: list[str] = []
+    records: list[tuple[bytes, bytes]] = []
     try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        ended = []
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        ended: set[int] = set()
 
         def drained() -> bool:
             for msg in consumer.consume(1000, timeout=0.2):
                 if msg.error():
                     assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.append(msg.offset())
+                    ended.add(msg.partition())
                     continue
-                assert msg.key() is None    # FileStreamSource sends no key
-                values.append(msg.value().decode())
-            return bool(ended)
+                records.append((msg.key(), msg.value()))
+            return len(ended) == partitions
         wait_until(drained, 60, f"the end of {topic}")
     finally:
         consumer.close()
-    return values
+    return records
+
+
+def _topic_values(bootstrap: str, topic: str) -> list[str]:
+    """The lines in the data topic (one partition; FileStreamSource sends no key)."""
+    records = _records(bootstrap, topic)
+    assert {key for key, _ in records} <= {None}
+    return [value.decode() for _, value in records]
 
 
 def test_worker_creates_its_compacted_internal_topics(cluster, worker):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     names = {kind: worker.properties[f"{kind}.storage.topic"] for kind in INTERNAL}
-    # the REST API answers before the herder has created them (Kafka's worker does so too)
-    wait_until(lambda: set(names.values()) <= set(admin.list_topics(timeout=10).topics), 60,
-               f"the worker's topics {sorted(names.values())}",
-               on_timeout=lambda: f"{sorted(admin.list_topics(timeout=10).topics)}\n"
-                                  f"{worker.describe()}")
-    topics = admin.list_topics(timeout=10).topics
+    # the REST API answers before the herder has created them (Kafka's worker does so too), and
+    # a broker lists a new topic only once the controller's metadata reached it
+
+    def listed() -> dict:
+        topics = admin.list_topics(timeout=10).topics
+        return topics if set(names.values()) <= set(topics) else {}
+    topics = wait_until(listed, 60, f"the worker's topics {sorted(names.values())}",
+                        on_timeout=lambda: f"{sorted(admin.list_topics(timeout=10).topics)}\n"
+                                           f"{worker.describe()}")
     for kind, name in names.items():
         partitions = topics[name].partitions
         assert len(partitions) == INTERNAL[kind], (name, len(partitions))
@@ -177,13 +186,18 @@ def test_worker_creates_its_compacted_internal_topics(cluster, worker):
     for name, config in described.items():
         assert config["cleanup.policy"] == "compact", (name, config["cleanup.policy"])
         assert config["min.insync.replicas"] == "2", name    # the cluster's, not overridden
-    # the worker wrote its connector configs and statuses there: a connector made now is in them
+    # the worker keeps its connectors' configs and statuses there: a connector made now is in them
     worker.create_connector("probe", {"connector.class": SINK, "tasks.max": "1",
                                       "file": os.path.join(worker.workdir, "probe.txt"),
                                       "topics": unique("probe")})
     wait_until(lambda: worker.running("probe"), 60, "the probe connector RUNNING",
                interval_s=0.25, on_timeout=worker.describe)
     assert "probe" in worker.request("GET", "/connectors")
+    bootstrap = cluster.bootstrap_servers
+    config_keys = {key for key, _ in _records(bootstrap, names["config"], INTERNAL["config"])}
+    assert {b"connector-probe", b"task-probe-0", b"commit-probe"} <= config_keys, config_keys
+    status_keys = {key for key, _ in _records(bootstrap, names["status"], INTERNAL["status"])}
+    assert {b"status-connector-probe", b"status-task-probe-0"} <= status_keys, status_keys
     worker.request("DELETE", "/connectors/probe")
 
 
