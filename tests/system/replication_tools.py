@@ -2,13 +2,15 @@
 
 - ``BackgroundProducer``: an acks=all producer thread remembering every acknowledged
   (key, sequence, partition, offset) and every failure; values are ``b"key-K:SEQ"``.
-- ``read_all``: every record up to the end offsets (waiting until they cover what was acked).
+- ``read_all``: every record up to the high watermarks (waiting until they cover what was acked),
+  read by confluent-kafka, an independent client; a read that times out fails.
 - ``try_produce``: one send, no retries, to one broker: what that broker answers.
 - Jepsen-style checks after a fault: ``history_problems`` (every acknowledged record read back at
   its offset with its value; per partition, records in the order they were sent, a retried batch
-  at most repeated) and ``replica_divergence`` (below the high watermark every replica holds the
-  same record at every offset, read from the log directories at rest); ``jepsen_problems`` runs
-  all of them on a cluster after waiting until every replica is back in the ISR.
+  at most repeated, such duplicates counted by ``duplicates``) and ``replica_divergence`` (below
+  the high watermark every replica holds the same record, key, headers and timestamp at every
+  offset, read from the log directories at rest by kafka-python's decoder); ``jepsen_problems``
+  runs all of them on a cluster after waiting until every replica is back in the ISR.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import threading
 import time
 from collections import Counter, defaultdict
 
-from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from typing import NamedTuple
+
+from kafkalite import AdminClient, NewTopic, Producer
 from kafkalite.record.header import iter_headers
-from kafkalite.record.reader import iter_records
 
 
 def create_topic(bootstrap, name, partitions, rf, **configs):
@@ -106,32 +109,74 @@ class BackgroundProducer:
         self.thread.join(180)
 
 
+class ReadRecord(NamedTuple):
+    """A record read back by the independent reader."""
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    timestamp: int
+
+
 def read_all(bootstrap, topic, partitions, timeout_s=90, acknowledged=()):
-    """Every record up to the end offsets; with ``acknowledged`` ((partition, offset) pairs),
-    first wait until the end offsets cover them: after a failover the new leader learns the
-    high watermark from its followers' next fetches."""
-    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                        request_timeout_ms=10000)
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    consumer.assign(tps)
-    records = []
+    """Every record up to the high watermarks, read by confluent-kafka (librdkafka), not by
+    kafkalite's own client; with ``acknowledged`` ((partition, offset) pairs), first wait until
+    the high watermarks cover them: after a failover the new leader learns the high watermark
+    from its followers' next fetches. A read that does not reach the ends by ``timeout_s`` fails.
+    Records read twice at one offset (a reader's retry) are counted once; records stored twice
+    (at two offsets) are the checks' business."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer as IndependentConsumer
+    from confluent_kafka import KafkaError
+    from confluent_kafka import TopicPartition as Tp
+
+    if isinstance(bootstrap, (list, tuple)):
+        bootstrap = ",".join(bootstrap)
+    consumer = IndependentConsumer({
+        "bootstrap.servers": bootstrap, "group.id": f"read-all-{topic}-{time.monotonic_ns()}",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+        "socket.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 1000})
     deadline = time.monotonic() + timeout_s
     wanted = {}
     for partition, offset in acknowledged:
         wanted[partition] = max(wanted.get(partition, 0), offset + 1)
-    ends = consumer.end_offsets(tps)
-    while any(ends[tp] < wanted.get(tp.partition, 0) for tp in tps):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"end offsets {ends} never covered {wanted}")
-        time.sleep(0.1)
-        ends = consumer.end_offsets(tps)
-    while time.monotonic() < deadline:
-        for batch in consumer.poll(timeout_ms=500).values():
-            records.extend(batch)
-        if all(consumer.position(tp) >= ends[tp] for tp in tps):
-            break
-    consumer.close()
-    return records
+    try:
+        def ends():
+            return {p: consumer.get_watermark_offsets(Tp(topic, p), timeout=10)[1]
+                    for p in range(partitions)}
+        marks = ends()
+        while any(marks[p] < wanted.get(p, 0) for p in range(partitions)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"high watermarks {marks} never covered {wanted}")
+            time.sleep(0.1)
+            marks = ends()
+        consumer.assign([Tp(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        at = {}
+        done = {p for p in range(partitions) if marks[p] == 0}
+        while len(done) < partitions:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"reading {topic} back timed out after {timeout_s} s: "
+                                     f"{len(at)} records, partitions {sorted(done)} of "
+                                     f"{partitions} read to {marks}")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise AssertionError(f"reading {topic} back: {msg.error()}")
+                if msg.offset() >= marks[msg.partition()]:
+                    done.add(msg.partition())
+                continue
+            if msg.offset() < marks[msg.partition()]:
+                _ts_type, timestamp = msg.timestamp()
+                at[(msg.partition(), msg.offset())] = ReadRecord(
+                    msg.partition(), msg.offset(), msg.key(), msg.value(),
+                    tuple(msg.headers() or ()), timestamp)
+            if msg.offset() + 1 >= marks[msg.partition()]:
+                done.add(msg.partition())
+        return [at[k] for k in sorted(at)]
+    finally:
+        consumer.close()
 
 
 def log_bytes_up_to(log_dir, high_watermark):
@@ -177,10 +222,10 @@ def history_problems(acknowledged, records):
     per partition a record out of the order the producer sent in (sequences grow with the offset;
     a retried batch may repeat earlier ones, nothing new may come out of order; records that
     are not the producer's are left out of the order check)."""
-    at = {(r.partition, r.offset): r.value for r in records}
+    at = {(r.partition, r.offset): (r.key, r.value) for r in records}
     problems = []
     for key, sequence, partition, offset in acknowledged:
-        want = b"%s:%d" % (key, sequence)
+        want = (key, b"%s:%d" % (key, sequence))
         got = at.get((partition, offset))
         if got != want:
             problems.append(f"acknowledged {want!r} at partition {partition} offset {offset}, "
@@ -199,15 +244,35 @@ def history_problems(acknowledged, records):
 
 
 def replica_log(log_dir, high_watermark):
-    """{offset: value} of every record below ``high_watermark`` in one replica's partition
-    directory (read with kafkalite's record reader; CRCs checked)."""
-    data = log_bytes_up_to(log_dir, high_watermark)
-    return {r.offset: r.value for r in iter_records(data) if r.offset < high_watermark}
+    """{offset: (key, value, headers, timestamp)} of every record below ``high_watermark`` in one
+    replica's partition directory, decoded by kafka-python's record reader (not kafkalite's),
+    CRCs checked."""
+    from kafka.record import MemoryRecords
+
+    records = MemoryRecords(log_bytes_up_to(log_dir, high_watermark))
+    out = {}
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc(), f"{log_dir}: a batch fails its CRC"
+        for record in batch:
+            if record.offset < high_watermark:
+                out[record.offset] = (record.key, record.value, tuple(record.headers),
+                                      record.timestamp)
+    return out
+
+
+def duplicates(records):
+    """How many of the producer's records are stored more than once (a retried batch written
+    again: at-least-once allows it, the fault tests report it)."""
+    counts = Counter((r.partition, _sequence(r.value)) for r in records
+                     if _sequence(r.value) is not None)
+    return sum(n - 1 for n in counts.values() if n > 1)
 
 
 def replica_divergence(log_dirs, high_watermark):
     """Offsets below ``high_watermark`` where the replicas ({broker: partition dir}) do not all
-    hold the same record; a replica without the offset counts as holding nothing."""
+    hold the same record (key, value, headers and timestamp); a replica without the offset
+    counts as holding nothing."""
     logs = {broker: replica_log(path, high_watermark) for broker, path in log_dirs.items()}
     problems = []
     for offset in range(high_watermark):
@@ -232,12 +297,17 @@ def wait_replicas_in_sync(cluster, topic, partitions, timeout_s=90):
 
 
 def high_watermarks(bootstrap, topic, partitions):
-    consumer = Consumer(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    """{partition: high watermark}, asked by confluent-kafka."""
+    from confluent_kafka import Consumer as IndependentConsumer
+    from confluent_kafka import TopicPartition as Tp
+
+    consumer = IndependentConsumer({"bootstrap.servers": bootstrap, "group.id": "watermarks",
+                                    "enable.auto.commit": False})
     try:
-        ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+        return {p: consumer.get_watermark_offsets(Tp(topic, p), timeout=10)[1]
+                for p in range(partitions)}
     finally:
         consumer.close()
-    return {tp.partition: offset for tp, offset in ends.items()}
 
 
 def jepsen_problems(cluster, topic, partitions, acknowledged, timeout_s=90):
@@ -252,6 +322,8 @@ def jepsen_problems(cluster, topic, partitions, acknowledged, timeout_s=90):
     marks = high_watermarks(bootstrap, topic, partitions)
     replicas = {p: cluster.partition_metadata(topic, p).replicas for p in range(partitions)}
     problems = history_problems(acknowledged, records)
+    print(f"  read back by confluent-kafka: {len(records)} records, {duplicates(records)} of the "
+          f"producer's stored twice (a retried batch written again)")
     cluster.stop()
     for partition, mark in sorted(marks.items()):
         dirs = {b: os.path.join(cluster.brokers[b].log_dir, f"{topic}-{partition}")

@@ -65,6 +65,8 @@ def test_leader_cut_from_followers_shrinks_isr_and_refuses_acks_all(fault_cluste
     records, problems = jepsen_problems(kafka, TOPIC, PARTITIONS, producer.acknowledged)
     step(f"sent {producer.sent}, acknowledged {len(producer.acknowledged)}, read "
          f"{len(records)}, failed sends {dict(producer.failure_kinds())}")
+    # the producer retries until delivery.timeout (120 s): a failed send is a failure here
+    assert not producer.failed, f"sends failed: {dict(producer.failure_kinds())}"
     assert not problems, "\n".join(problems[:20])
     values = {r.value for r in records}
     assert b"acks-1-alone" in values and b"acks-all-alone" not in values

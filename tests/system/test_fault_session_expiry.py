@@ -54,6 +54,8 @@ def _finish(cluster, topic, producer, step):
     records, problems = jepsen_problems(cluster.kafka, topic, PARTITIONS, producer.acknowledged)
     step(f"sent {producer.sent}, acknowledged {len(producer.acknowledged)}, read "
          f"{len(records)}, failed sends {dict(producer.failure_kinds())}")
+    # the producer retries until delivery.timeout (120 s): a failed send is a failure here
+    assert not producer.failed, f"sends failed: {dict(producer.failure_kinds())}"
     assert not problems, "\n".join(problems[:20])
 
 

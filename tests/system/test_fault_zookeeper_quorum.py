@@ -74,4 +74,6 @@ def test_brokers_serve_through_quorum_loss_and_recover_after(fault_cluster_facto
     records, problems = jepsen_problems(kafka, TOPIC, PARTITIONS, producer.acknowledged)
     step(f"sent {producer.sent}, acknowledged {len(producer.acknowledged)}, read "
          f"{len(records)}, failed sends {dict(producer.failure_kinds())}")
+    # the producer retries until delivery.timeout (120 s): a failed send is a failure here
+    assert not producer.failed, f"sends failed: {dict(producer.failure_kinds())}"
     assert not problems, "\n".join(problems[:20])
