@@ -1,8 +1,8 @@
 """Kafka Connect 2.8.2, a distributed worker, on 3 brokers of each system (issue 25, item 3).
 
-One ``ConnectDistributed`` worker per system (tests/jvm/connect_worker.py) on 3 brokers of the
-module's own (rf 3, min.insync.replicas 2; a broker is killed, so the shared session clusters are
-not for this), the same tests on kafkalite and on Apache Kafka 2.8.2:
+One ``ConnectDistributed`` worker per system (kafkalite/testing/kafka_connect.py) on 3 brokers
+of the module's own (rf 3, min.insync.replicas 2; a broker is killed, so the shared session
+clusters are not for this), the same tests on kafkalite and on Apache Kafka 2.8.2:
 
 - the worker creates its config, offset and status topics itself, with its replication factor and
   partition settings and ``cleanup.policy=compact``: read back with confluent-kafka's AdminClient;
@@ -27,28 +27,18 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
-from connect_worker import (ConnectWorker, PacedWriter, append_lines, check_at_least_once,
-                            full_lines)
 from jvm_apps import create_topic, unique
 
 from kafkalite.local.cluster import wait_until
 from kafkalite.testing.apache_kafka import ApacheKafkaNotFoundError
+from kafkalite.testing.kafka_connect import (CLUSTER_SETTINGS, INTERNAL, SINK, ConnectWorker,
+                                             PacedWriter, append_lines, check_at_least_once,
+                                             file_copy_configs, full_lines, worker_settings)
 from kafkalite.testing.oracle_fixtures import SYSTEMS, session_chroot
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-SETTINGS = {
-    "min.insync.replicas": 2, "default.replication.factor": 3,
-    "offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 10,
-    "group.initial.rebalance.delay.ms": 0,
-    # a kill -9 is noticed through the ZooKeeper session
-    "zookeeper.session.timeout.ms": 3000, "zookeeper.connection.timeout.ms": 15000,
-    "replica.lag.time.max.ms": 5000,
-}
-INTERNAL = {"config": 1, "offset": 5, "status": 3}     # topic -> partitions asked of the worker
 LINES = 2000
-SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 
 
 @pytest.fixture(scope="module", params=SYSTEMS)
@@ -60,12 +50,12 @@ def cluster(request: pytest.FixtureRequest, zookeeper: Any,
     if request.param == "kafka":
         from kafkalite.testing.apache_kafka import ApacheKafkaCluster
         try:
-            made = ApacheKafkaCluster(zk, 3, workdir=workdir, overrides=dict(SETTINGS))
+            made = ApacheKafkaCluster(zk, 3, workdir=workdir, overrides=dict(CLUSTER_SETTINGS))
         except ApacheKafkaNotFoundError as exc:
             pytest.fail(str(exc), pytrace=False)
     else:
         from kafkalite.local.cluster import LocalCluster
-        made = LocalCluster(zk, 3, workdir=workdir, overrides=dict(SETTINGS))
+        made = LocalCluster(zk, 3, workdir=workdir, overrides=dict(CLUSTER_SETTINGS))
     failed_before = request.session.testsfailed
     started = False
     try:
@@ -84,14 +74,8 @@ def cluster(request: pytest.FixtureRequest, zookeeper: Any,
 def worker(request: pytest.FixtureRequest, cluster: Any,
            tmp_path_factory: Any) -> Iterator[ConnectWorker]:
     group = unique("connect")
-    settings = {f"{kind}.storage.topic": f"{group}-{kind}s" for kind in INTERNAL}
-    settings.update({f"{kind}.storage.replication.factor": 3 for kind in INTERNAL})
-    settings.update({"offset.storage.partitions": INTERNAL["offset"],
-                     "status.storage.partitions": INTERNAL["status"],
-                     # offsets committed (and the sink file flushed) every second
-                     "offset.flush.interval.ms": 1000})
-    made = ConnectWorker(cluster.bootstrap_servers,
-                         str(tmp_path_factory.mktemp("connect-worker")), group, settings)
+    made = ConnectWorker(cluster.bootstrap_servers, str(tmp_path_factory.mktemp("connect-worker")),
+                         group, worker_settings(group))
     failed_before = request.session.testsfailed
     started = False
     try:
@@ -121,10 +105,8 @@ def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
     source_file, sink_file = (os.path.join(workdir, f"{name}.{kind}.txt")
                               for kind in ("source", "sink"))
     append_lines(source_file, [])
-    worker.create_connector(f"{name}-source", {
-        "connector.class": SOURCE, "tasks.max": "1", "file": source_file, "topic": topic})
-    worker.create_connector(f"{name}-sink", {
-        "connector.class": SINK, "tasks.max": "1", "file": sink_file, "topics": topic})
+    for connector, config in file_copy_configs(name, topic, source_file, sink_file).items():
+        worker.create_connector(connector, config)
     for connector in (f"{name}-source", f"{name}-sink"):
         wait_until(lambda: worker.running(connector), 60, f"{connector} RUNNING",
                    interval_s=0.25, on_timeout=worker.describe)

@@ -1,10 +1,12 @@
-"""Unit tests of connect_worker's pure pieces: the at-least-once shape check that judges the Kafka
-Connect copy after a broker kill (test_kafka_connect.py), and the reading of whole lines."""
+"""Unit tests of kafkalite.testing.kafka_connect's pure pieces: the at-least-once shape check that
+judges the Kafka Connect copy after a broker kill (tests/jvm/test_kafka_connect.py), and the
+reading of whole lines of the sink file."""
 
 from __future__ import annotations
 
 import pytest
-from connect_worker import check_at_least_once, full_lines
+
+from kafkalite.testing.kafka_connect import check_at_least_once, full_lines
 
 SOURCE = [f"line {i}" for i in range(6)]
 

@@ -1,4 +1,5 @@
-"""A Kafka Connect 2.8.2 distributed worker as a child process, for tests/jvm/test_kafka_connect.py.
+"""A Kafka Connect 2.8.2 distributed worker as a child process, for tests/jvm/test_kafka_connect.py
+and bench/connect_soak.py.
 
 ``ConnectWorker`` runs ``org.apache.kafka.connect.cli.ConnectDistributed`` with a worker
 properties file, as Kafka's ``bin/connect-distributed.sh`` does, from the jars that
@@ -26,6 +27,18 @@ from kafkalite.local.ports import free_port
 from kafkalite.testing.apache_kafka import java_command, libs_dir
 
 MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+# the brokers' settings (both systems) of the test and the soak: rf 3, min.insync.replicas 2
+CLUSTER_SETTINGS: dict[str, Any] = {
+    "min.insync.replicas": 2, "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 10,
+    "group.initial.rebalance.delay.ms": 0,
+    # a kill -9 is noticed through the ZooKeeper session
+    "zookeeper.session.timeout.ms": 3000, "zookeeper.connection.timeout.ms": 15000,
+    "replica.lag.time.max.ms": 5000,
+}
+INTERNAL = {"config": 1, "offset": 5, "status": 3}     # topic -> partitions asked of the worker
 # Connect scans its whole classpath for plugins at start-up (several seconds on a loaded machine):
 # the jars only the broker and Streams use are left out of the worker's classpath
 NOT_CONNECT = ("kafka_2.13-", "scala-", "jackson-module-scala", "jackson-dataformat-csv",
@@ -42,6 +55,27 @@ log4j.logger.org.apache.kafka.clients=WARN
 log4j.logger.org.reflections=ERROR
 log4j.logger.org.eclipse.jetty=WARN
 """
+
+
+def worker_settings(group: str) -> dict[str, Any]:
+    """The worker's own topics (rf 3, ``INTERNAL``'s partitions) and a 1 s offset flush (the
+    sink file flushed and the offsets committed every second)."""
+    settings: dict[str, Any] = {f"{kind}.storage.topic": f"{group}-{kind}s" for kind in INTERNAL}
+    settings.update({f"{kind}.storage.replication.factor": 3 for kind in INTERNAL})
+    settings.update({"offset.storage.partitions": INTERNAL["offset"],
+                     "status.storage.partitions": INTERNAL["status"],
+                     "offset.flush.interval.ms": 1000})
+    return settings
+
+
+def file_copy_configs(name: str, topic: str, source_file: str, sink_file: str
+                      ) -> dict[str, dict[str, str]]:
+    """The FileStreamSource (file -> topic) and FileStreamSink (topic -> file) connectors of a
+    copy called ``name``, by connector name."""
+    return {f"{name}-source": {"connector.class": SOURCE, "tasks.max": "1", "file": source_file,
+                               "topic": topic},
+            f"{name}-sink": {"connector.class": SINK, "tasks.max": "1", "file": sink_file,
+                             "topics": topic}}
 
 
 class ConnectWorker:
