@@ -82,6 +82,9 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               "stores (a Kafka version: 0.8.x/0.9.0 magic 0, 0.10.x magic 1, 0.11.0 and later "
               "magic 2); below 0.11.0 producers' batches are converted on append",
               format_version, "log.message.format.version"),
+    ConfigDef("message.downconversion.enable", "boolean", True, "whether Fetch v0-v3 clients "
+              "(message formats v0/v1) get this topic's newer batches down-converted; false "
+              "answers them UNSUPPORTED_VERSION", None, "log.message.downconversion.enable"),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs at least this many in-sync "
               "replicas", at_least(1), "min.insync.replicas"),
     ConfigDef("unclean.leader.election.enable", "boolean", False, "allow an out-of-sync replica "
@@ -182,6 +185,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "keeps each batch as its producer compressed it", compression_type),
     ConfigDef("log.message.format.version", "string", "2.8-IV1", "default "
               "message.format.version of the topics", format_version),
+    ConfigDef("log.message.downconversion.enable", "boolean", True, "default "
+              "message.downconversion.enable of the topics"),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "largest request frame accepted",
               at_least(1)),
     ConfigDef("min.insync.replicas", "int", 1, "acks=all needs this many in-sync replicas",

@@ -99,8 +99,6 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("unused by Kafka 2.8's broker itself", ("zookeeper.sync.time.ms",)),
     ("versions: kafkalite's brokers speak one protocol version to each other",
      ("inter.broker.protocol.version",)),
-    ("down-conversion: kafkalite never down-converts (clients below message format v2 are not "
-     "served)", ("log.message.downconversion.enable",)),
     ("broker id generation: kafkalite needs broker.id set", (
         "broker.id.generation.enable", "reserved.broker.max.id")),
     ("segment files are appended, not preallocated", ("log.preallocate",)),
@@ -125,7 +123,6 @@ _TOPIC_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")),
     ("compaction lag bounds: kafkalite compacts once the log is dirty enough "
      "(min.cleanable.dirty.ratio)", ("min.compaction.lag.ms", "max.compaction.lag.ms")),
-    ("kafkalite never down-converts", ("message.downconversion.enable",)),
     ("segment files are appended, not preallocated", ("preallocate",)),
     ("segments roll at exactly segment.ms, with no jitter", ("segment.jitter.ms",)),
 )

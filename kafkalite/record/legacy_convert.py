@@ -39,7 +39,8 @@ from kafkalite.errors import (
 )
 from kafkalite.record import compression as _codec
 
-__all__ = ["legacy_fields", "to_legacy", "is_legacy_at", "HEADER_SIZES", "MIN_SIZE"]
+__all__ = ["legacy_fields", "to_legacy", "legacy_set", "is_legacy_at", "HEADER_SIZES",
+           "MIN_SIZE"]
 
 MAGIC_POS = 16
 TIMESTAMP_TYPE_BIT = 0x08
@@ -120,37 +121,37 @@ def to_legacy(batches, magic: int, first_offset: int, log_append_time: int | Non
             if record.headers:
                 raise UnknownServerError(f"Magic v{magic} does not support record headers")
             records.append(record)
+    return legacy_set([(first_offset + i, r.timestamp, r.key, r.value)
+                       for i, r in enumerate(records)], magic, codec, log_append_time)
+
+
+def legacy_set(records, magic: int, codec: int, log_append_time: int | None) -> bytes:
+    """Magic ``magic`` messages of ``records`` (``(offset, timestamp, key, value)``, offsets
+    increasing): one each without ``codec``, else one wrapper at the last offset holding them
+    (inner offsets relative to the first at magic 1, absolute at magic 0), as Kafka's
+    MemoryRecordsBuilder. ``log_append_time`` (not None) stamps them all as LogAppendTime."""
     if codec == _codec.ZSTD:
         raise UnsupportedCompressionTypeError(
-            f"Produce requests to a topic of magic {magic} cannot be compressed with zstd")
+            f"zstd-compressed records cannot be written with magic {magic}")
     if codec == _codec.LZ4 and not magic:
         # Kafka writes magic 0 LZ4 with the 0.8/0.9 clients' wrong frame checksum
         # (KAFKA-3160); kafkalite does not write that variant
         raise UnsupportedCompressionTypeError("kafkalite does not write LZ4 at magic 0")
     ts_type = TIMESTAMP_TYPE_BIT if log_append_time is not None and magic else 0
-
-    def stamp(record) -> int:
-        return log_append_time if log_append_time is not None else record.timestamp
-
-    if not codec:
-        builder = LegacyRecordBatchBuilder(magic, 0, 2**31 - 1)
-        for i, record in enumerate(records):
-            builder.append(first_offset + i, stamp(record), record.key, record.value)
-        out = builder.build()
-        if ts_type:
-            out = _set_timestamp_type(out)
-        return bytes(out)
-    # inner messages: relative offsets at magic 1, absolute at magic 0 (Kafka's builder)
+    stamped = [(o, log_append_time if log_append_time is not None else t, k, v)
+               for o, t, k, v in records]
     builder = LegacyRecordBatchBuilder(magic, 0, 2**31 - 1)
-    for i, record in enumerate(records):
-        builder.append(i if magic else first_offset + i, stamp(record), record.key,
-                       record.value)
-    inner = builder.build()
+    base = stamped[0][0] if codec and magic else 0
+    for offset, timestamp, key, value in stamped:
+        builder.append(offset - base, timestamp, key, value)
+    out = builder.build()
     if ts_type:
-        inner = _set_timestamp_type(inner)
-    max_ts = max(stamp(r) for r in records) if magic else -1
-    return _message(magic, first_offset + len(records) - 1, max_ts, codec | ts_type, None,
-                    _codec.compress(codec, bytes(inner)))
+        out = _set_timestamp_type(out)
+    if not codec:
+        return bytes(out)
+    max_ts = max(t for _o, t, _k, _v in stamped) if magic else -1
+    return _message(magic, stamped[-1][0], max_ts, codec | ts_type, None,
+                    _codec.compress(codec, bytes(out)))
 
 
 def _set_timestamp_type(data) -> bytearray:

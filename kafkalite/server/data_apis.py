@@ -15,6 +15,8 @@ The request is never changed: the allowed part is a new mapping.
 
 from __future__ import annotations
 
+from functools import partial
+
 from twisted.internet import defer
 
 from kafkalite import errors
@@ -24,6 +26,7 @@ from kafkalite.record.header import ATTRIBUTES_POS, I16, TRANSACTIONAL_BIT
 from kafkalite.security.acl import ResourceType
 from kafkalite.security.operations import CONSUMER, FOLLOWER
 from kafkalite.server.data_values import FetchParams, PartitionData
+from kafkalite.server.fetch_down_conversion import client_magic, down_converted
 
 __all__ = ["handle_produce", "handle_fetch"]
 
@@ -102,6 +105,14 @@ def _produce_response(results: dict, denied: dict) -> m.ProduceResponse:
 # --- Fetch --------------------------------------------------------------------------------------
 
 def handle_fetch(broker, ctx, request: m.FetchRequest):
+    magic = client_magic(ctx)
+    if magic is not None:  # Fetch v0-v3 reads only magic 0/1: Kafka down-converts its records
+        return _then(_handle_fetch(broker, ctx, request),
+                     partial(down_converted, request, magic, broker.log_manager.config_for))
+    return _handle_fetch(broker, ctx, request)
+
+
+def _handle_fetch(broker, ctx, request: m.FetchRequest):
     if request.session_epoch > 0:
         # kafkalite never hands out a fetch session (it answers session id 0), so a client
         # continuing one is confused: tell it to start over, as Kafka does

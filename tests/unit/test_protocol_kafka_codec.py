@@ -201,7 +201,7 @@ def test_peek_header_reads_the_fixed_start_of_any_version():
             codec.peek_header(short)
 
 
-@pytest.mark.parametrize("api_key,version", [(18, 4), (18, -1), (3, 12), (0, 2), (1, 3),
+@pytest.mark.parametrize("api_key,version", [(18, 4), (18, -1), (3, 12), (0, 2), (1, 13),
                                              (99, 0), (-1, 0), (4, 0), (8, 9), (47, 1)])
 def test_unsupported_api_or_version_is_outside_the_table(api_key, version):
     # the pipeline refuses these before decoding (tests/unit/test_server_network_sniffing.py)

@@ -30,6 +30,7 @@ from kio.serial import entity_reader, entity_writer
 
 from kafkalite.errors import InvalidRequestError
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.kafka import fetch_v0_v3
 from kafkalite.protocol.kafka.entities import build
 
 __all__ = ["KafkaRequestHeader", "peek_header", "decode_request", "encode_response",
@@ -57,11 +58,15 @@ def peek_header(payload) -> tuple[int, int, int]:
 
 @lru_cache(maxsize=None)
 def request_class(api_key: int, api_version: int) -> type:
+    if api_key == ApiKey.FETCH and api_version in fetch_v0_v3.VERSIONS:
+        return fetch_v0_v3.request_schema(api_version)   # kio has none below v4
     return load_request_schema(api_key, api_version)
 
 
 @lru_cache(maxsize=None)
 def response_class(api_key: int, api_version: int) -> type:
+    if api_key == ApiKey.FETCH and api_version in fetch_v0_v3.VERSIONS:
+        return fetch_v0_v3.response_schema(api_version)
     return load_response_schema(api_key, api_version)
 
 
