@@ -4,7 +4,9 @@
 # --apache-kafka, also Maven and Apache Kafka 2.8.2's jars (scripts/fetch_apache_kafka.sh), the
 # oracle that the conformance suite and the Kafka-tool tests run beside kafkalite, and librdkafka
 # 2.0.2's own test suite, built from npm's node-rdkafka (scripts/fetch_librdkafka_tests.sh), whose
-# transaction tests run against both systems.
+# transaction tests run against both systems; and Spark's own Kafka connector 4.2.0 with the jars
+# it needs beyond pyspark's (scripts/fetch_spark_kafka.sh), which the Spark tests run beside the
+# kafkalite data source.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,5 +89,6 @@ fi
 if [ "$APACHE_KAFKA" = 1 ]; then
   bash scripts/fetch_apache_kafka.sh
   bash scripts/fetch_librdkafka_tests.sh
+  bash scripts/fetch_spark_kafka.sh
 fi
 echo "setup: ready (.venv with kafkalite[${EXTRAS}]; ZooKeeper at /usr/share/java/zookeeper.jar)" >&2

@@ -10,6 +10,8 @@
 * the UI is off unless asked for, the console progress bar is off, the session time zone is UTC;
 * ``spark.sql.shuffle.partitions`` is the number of local cores (Spark's default of 200 makes
   every stateful micro-batch run 200 tiny tasks);
+* with ``kafka_connector``, Spark's own Kafka connector (``format("kafka")``) is on ``spark.jars``
+  (:mod:`spark_integration.kafka_connector`);
 * the "kafkalite" data source is usable: found by PySpark's auto-discovery of the top-level
   ``pyspark_kafkalite`` module (the module's directory is put on the workers' ``PYTHONPATH`` when
   an editable install hides it from discovery), and registered explicitly when ``register``.
@@ -118,12 +120,14 @@ def register(spark) -> None:
 def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
                   driver_memory: str = "1g", ui: bool = False,
                   shuffle_partitions: int | None = None, register_source: bool | None = None,
-                  conf: dict | None = None, log_level: str = "WARN"):
+                  conf: dict | None = None, log_level: str = "WARN",
+                  kafka_connector: bool = False):
     """A local SparkSession with the settings above; ``conf`` adds or overrides settings.
 
     ``register_source``: None (default) registers the data source explicitly only when PySpark
     cannot discover it by itself (no ``pyspark_kafkalite`` module, or a JVM that was started
-    before this call without the environment above).
+    before this call without the environment above). ``kafka_connector``: put Spark's Kafka
+    connector on ``spark.jars`` (ConnectorNotFoundError, naming the fetch script, when missing).
     """
     reason = spark_unavailable_reason()
     if reason:
@@ -152,6 +156,10 @@ def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
         settings["spark.driver.extraJavaOptions"] = \
             f"-Dlog4j2.configurationFile=file:{_log4j_config(log_level)}"
     settings.update({k: str(v) for k, v in (conf or {}).items()})
+    if kafka_connector:
+        from spark_integration.kafka_connector import with_connector
+
+        settings = with_connector(settings)
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -8,6 +8,10 @@
 * ``pipeline demo``: the whole demo on a running cluster (generate, run twice, print the table,
   check it against a plain-Python computation).
 
+``--connector kafka`` reads and writes the topics with Spark's own Kafka connector
+(spark-sql-kafka-0-10 4.2.0, fetched by scripts/fetch_spark_kafka.sh) instead of the kafkalite data
+source; both give the same window totals.
+
 Needs the spark extra (pyspark, pyarrow) and Java.
 """
 
@@ -27,6 +31,16 @@ def _payments():
     from spark_integration.pipelines import payments
 
     return payments
+
+
+def _check_connector(connector: str) -> None:
+    if connector == "kafka":
+        from spark_integration.kafka_connector import ConnectorNotFoundError, connector_jars
+
+        try:
+            connector_jars()
+        except ConnectorNotFoundError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def _bootstrap(bootstrap_server: str, zookeeper: str | None) -> str:
@@ -51,6 +65,11 @@ zookeeper_flag = click.option(
     "--zookeeper", default=None,
     help="find the brokers in ZooKeeper (host:port/chroot) instead of --bootstrap-server")
 input_topic_option = click.option("--input-topic", default="payments", show_default=True)
+connector_option = click.option(
+    "--connector", type=click.Choice(["kafkalite", "kafka"]), default="kafkalite",
+    show_default=True,
+    help="read and write the topics with the kafkalite data source or Spark's own Kafka "
+         "connector (its jars: scripts/fetch_spark_kafka.sh)")
 
 
 @click.group("pipeline")
@@ -87,11 +106,13 @@ def command():
               help="print the totals table at the end")
 @click.option("--master", default="local[2]", show_default=True)
 @click.option("--driver-memory", default="1g", show_default=True)
+@connector_option
 def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, checkpoint_dir,
         window, watermark, starting_offsets, max_offsets_per_trigger, trigger, interval, timeout,
-        sinks, generate, show, master, driver_memory):
+        sinks, generate, show, master, driver_memory, connector):
     """Run the pipeline, printing rows and batches processed."""
     payments = _payments()
+    _check_connector(connector)
     from rich.console import Console
 
     from spark_integration.session import spark_session
@@ -103,7 +124,7 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
         checkpoint_dir=checkpoint_dir, window=window, watermark=watermark,
         starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger,
         available_now=(trigger == "available-now"), interval=interval,
-        sinks=tuple(sinks) or ("kafkalite", "parquet"))
+        sinks=tuple(sinks) or ("kafkalite", "parquet"), connector=connector)
     topics = [input_topic] + ([output_topic] if "kafkalite" in config.sinks else [])
     payments.ensure_topics(servers, topics)
     if generate:
@@ -118,10 +139,11 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
     else:
         with console.status("starting Spark..."):
             spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory,
-                                  log_level="ERROR")
+                                  log_level="ERROR", kafka_connector=(connector == "kafka"))
     try:
         click.echo(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
-                   f"{watermark} watermark) -> {', '.join(config.sinks)}")
+                   f"{watermark} watermark) -> {', '.join(config.sinks)}; "
+                   f"connector {connector}")
         try:
             result = payments.run_pipeline(spark, config, echo=click.echo, timeout_s=timeout)
         except KeyboardInterrupt:
@@ -171,10 +193,12 @@ def generate(bootstrap_server, zookeeper, input_topic, count, span_s, seed, part
 @click.option("--output-dir", default=None, type=click.Path(file_okay=False),
               help="default: a new temporary directory")
 @click.option("--master", default="local[2]", show_default=True)
-def demo(bootstrap_server, zookeeper, events, output_dir, master):
+@connector_option
+def demo(bootstrap_server, zookeeper, events, output_dir, master, connector):
     """Generate payments, run the pipeline twice, print and check the totals."""
     payments = _payments()
+    _check_connector(connector)
     result = payments.run_demo(_bootstrap(bootstrap_server, zookeeper), events=events,
-                               output_dir=output_dir, master=master)
+                               output_dir=output_dir, master=master, connector=connector)
     if not result.matches:
         raise click.ClickException("the pipeline's totals differ from the reference computation")

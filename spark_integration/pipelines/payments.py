@@ -6,7 +6,8 @@ payer, with the payment's own time (``event_time_ms``) as event time::
     {"id": "p-000042", "payer": "Pankaj", "payee": "Ashish", "amount_cents": 10000,
      "currency": "USD", "event_time_ms": 1718000000000}
 
-The Structured Streaming job reads them with the "kafkalite" source, and per tumbling window of
+The Structured Streaming job reads them with the "kafkalite" source (or, with
+``connector="kafka"``, Spark's own Kafka connector: ``topic_io``), and per tumbling window of
 event time (1 minute by default) and payer sums the amounts, with a watermark (2 minutes by
 default); payments stored twice (an at-least-once producer's retry) count once (deduplicated by
 id within the watermark). A window's total is final -- and written, once -- when the watermark (the latest event
@@ -186,7 +187,8 @@ class PipelineConfig:
     max_offsets_per_trigger: int | None = None
     available_now: bool = True                   # False: run every `interval` until stopped
     interval: str = "5 seconds"
-    sinks: tuple[str, ...] = ("kafkalite", "parquet")
+    sinks: tuple[str, ...] = ("kafkalite", "parquet")    # "kafkalite": the output topic
+    connector: str = "kafkalite"                 # or "kafka": Spark's own Kafka connector
 
     @property
     def parquet_path(self) -> str:
@@ -206,13 +208,12 @@ def totals_frame(spark, config: PipelineConfig):
     total_cents, payments."""
     from pyspark.sql import functions as F
 
-    reader = (spark.readStream.format("kafkalite")
-              .option("kafkalite.bootstrap.servers", config.bootstrap_servers)
-              .option("subscribe", config.input_topic)
-              .option("startingOffsets", config.starting_offsets))
-    if config.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
-    payments = (reader.load()
+    from spark_integration.pipelines.topic_io import topic_stream
+
+    records = topic_stream(spark, config.connector, config.bootstrap_servers, config.input_topic,
+                           starting_offsets=config.starting_offsets,
+                           max_offsets_per_trigger=config.max_offsets_per_trigger)
+    payments = (records
                 .select(F.from_json(F.col("value").cast("string"), PAYMENT_DDL).alias("p"))
                 .select("p.*")
                 .where(F.col("payer").isNotNull() & F.col("event_time_ms").isNotNull())
@@ -231,6 +232,8 @@ def start_queries(spark, config: PipelineConfig) -> list:
     """Start one streaming query per sink; returns them (running)."""
     from pyspark.sql import functions as F
 
+    from spark_integration.pipelines.topic_io import topic_sink
+
     totals = totals_frame(spark, config)
     queries = []
 
@@ -247,10 +250,9 @@ def start_queries(spark, config: PipelineConfig) -> list:
                 F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("window_start"),
                 F.date_format("window_end", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("window_end"),
                 F.col("total_cents"), F.col("payments"))).alias("value"))
-        writer = (as_records.writeStream.format("kafkalite")
-                  .queryName("payer_totals_to_kafkalite")
-                  .option("kafkalite.bootstrap.servers", config.bootstrap_servers)
-                  .option("topic", config.output_topic)
+        writer = (topic_sink(as_records, config.connector, config.bootstrap_servers,
+                             config.output_topic)
+                  .queryName(f"payer_totals_to_{config.connector}")
                   .option("checkpointLocation", os.path.join(config.checkpoints, "kafkalite"))
                   .outputMode("append"))
         queries.append(trigger(writer).start())
@@ -481,14 +483,15 @@ def run_demo(bootstrap_servers: str, *, events: int = 1200, late: int = 5,
              output_topic: str = "payer-totals", partitions: int = 3,
              replication_factor: int | None = None, window: str = "1 minute",
              watermark: str = "2 minutes", master: str = "local[2]", spark=None,
-             seed: int = 7, console=None) -> DemoResult:
+             seed: int = 7, console=None, connector: str = "kafkalite") -> DemoResult:
     """Generate payments, run the pipeline (availableNow) twice, print the result table.
 
     Round 1 produces ``events`` payments over six minutes of event time and runs the pipeline.
     Round 2 produces more payments two minutes later plus ``late`` payments from long before
     the watermark, and runs the pipeline again from its checkpoint: the late ones are dropped.
     The totals (from Parquet) are checked against the topic and a plain-Python computation.
-    Uses a fresh work directory (kept, and printed) unless ``output_dir`` is given.
+    Uses a fresh work directory (kept, and printed) unless ``output_dir`` is given. ``connector``:
+    the topics are read and written by the kafkalite data source or by Spark's own ("kafka").
     """
     from rich.console import Console
 
@@ -496,7 +499,8 @@ def run_demo(bootstrap_servers: str, *, events: int = 1200, late: int = 5,
     echo = console.print
     output_dir = output_dir or tempfile.mkdtemp(prefix="kafkalite-pipeline-")
     config = PipelineConfig(bootstrap_servers, input_topic=input_topic, output_topic=output_topic,
-                            output_dir=output_dir, window=window, watermark=watermark)
+                            output_dir=output_dir, window=window, watermark=watermark,
+                            connector=connector)
     ensure_topics(bootstrap_servers, [input_topic, output_topic], partitions=partitions,
                   replication_factor=replication_factor)
     now_ms = int(time.time() * 1000)
@@ -514,7 +518,8 @@ def run_demo(bootstrap_servers: str, *, events: int = 1200, late: int = 5,
         from spark_integration.session import spark_session
 
         with console.status("starting Spark..."):
-            spark = spark_session("kafkalite-payments-demo", master, log_level="ERROR")
+            spark = spark_session("kafkalite-payments-demo", master, log_level="ERROR",
+                                  kafka_connector=(connector == "kafka"))
     try:
         batches = rows = 0
         for number, payments in ((1, first), (2, second)):

@@ -72,10 +72,15 @@ def spark():
     """A local[2] SparkSession for this module (UI off, 2 shuffle partitions)."""
     if SPARK_MISSING:
         pytest.skip(f"Spark tests need pyspark, pyarrow and Java: {SPARK_MISSING}")
+    from spark_integration.kafka_connector import connector_available
     from spark_integration.session import spark_session
 
-    # register_source=False: the format must be found by PySpark's auto-discovery
+    # register_source=False: the format must be found by PySpark's auto-discovery.
+    # Spark's own Kafka connector joins whenever it is fetched: spark.jars acts only when the
+    # JVM starts, and the first module's session starts the one JVM every later module reuses
+    # (tests/spark/test_spark_kafka_connector.py fails, naming the fetch script, without it).
     session = spark_session("kafkalite-tests", "local[2]", driver_memory="1g",
-                            register_source=False, log_level="ERROR")
+                            register_source=False, log_level="ERROR",
+                            kafka_connector=connector_available())
     yield session
     session.stop()

@@ -69,3 +69,32 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 def rows_as_tuples(rows) -> list[tuple]:
     return sorted((r.partition, r.offset, bytes(r.key) if r.key is not None else None,
                    bytes(r.value) if r.value is not None else None) for r in rows)
+
+
+def consume_with_confluent(bootstrap: str, topic: str) -> list:
+    """Every record of ``topic`` below the high watermarks, read by confluent-kafka (librdkafka:
+    a client independent of kafkalite's), as confluent_kafka Messages in partition/offset order."""
+    import uuid
+
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as Partition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        parts = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(Partition(topic, p), timeout=30)[1]
+                for p in parts}
+        consumer.assign([Partition(topic, p, 0) for p in parts])
+        out, positions = [], {p: 0 for p in parts}
+        deadline = time.monotonic() + 60
+        while any(positions[p] < ends[p] for p in parts):
+            assert time.monotonic() < deadline, f"could not read {topic} to its end: {positions}"
+            for msg in consumer.consume(100, 0.5):
+                assert msg.error() is None, msg.error()
+                if msg.offset() < ends[msg.partition()]:
+                    positions[msg.partition()] = msg.offset() + 1
+                    out.append(msg)
+        return sorted(out, key=lambda m: (m.partition(), m.offset()))
+    finally:
+        consumer.close()

@@ -1,11 +1,13 @@
-"""The payments pipeline on local[2] Spark and 3 brokers: its totals against plain Python."""
+"""The payments pipeline on local[2] Spark and 3 brokers: its totals against plain Python, through
+the kafkalite data source and through Spark's own Kafka connector (``--connector kafka``)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
-from sparktools import unique_topic
+from sparktools import consume_with_confluent, unique_topic
 
 from spark_integration.pipelines.payments import (
     PipelineConfig,
@@ -63,6 +65,35 @@ def test_windowed_totals_equal_a_plain_python_computation(spark, bootstrap, tmp_
     final_after_round_1 = reference_totals([first], "1 minute", "2 minutes").closed
     assert final_after_round_1 and all(parquet[key] == value
                                        for key, value in final_after_round_1.items())
+
+
+def test_both_connectors_give_the_same_window_totals(spark, bootstrap, tmp_path):
+    """One input, the pipeline once through each connector: the same closed windows in Parquet,
+    equal to plain Python; Spark's Kafka sink wrote them to the topic (read by confluent-kafka)."""
+    input_topic = unique_topic("both-payments")
+    outputs = {c: unique_topic(f"{c}-totals") for c in ("kafkalite", "kafka")}
+    ensure_topics(bootstrap, [input_topic, *outputs.values()], partitions=3)
+    payments = generate_payments(150, start_ms=START_MS, span_s=300, seed=31)
+    payments += payments[5:7]                            # stored twice: counted once
+    produce_payments(bootstrap, input_topic, payments)
+    reference = reference_totals([payments], "1 minute", "2 minutes")
+    assert reference.closed
+
+    totals = {}
+    for connector, sinks in (("kafkalite", ("parquet",)), ("kafka", ("kafkalite", "parquet"))):
+        config = PipelineConfig(bootstrap, input_topic=input_topic,
+                                output_topic=outputs[connector],
+                                output_dir=str(tmp_path / connector), sinks=sinks,
+                                connector=connector)     # one micro-batch: one round
+        result = run_pipeline(spark, config, echo=lambda line: None)
+        assert result.input_rows == len(sinks) * len(payments), connector
+        totals[connector] = read_parquet_totals(spark, config.parquet_path)
+    assert totals["kafka"] == totals["kafkalite"] == reference.closed
+    # Spark's Kafka sink (at-least-once): every closed window, a repeat only ever equal
+    written = [json.loads(m.value()) for m in consume_with_confluent(bootstrap, outputs["kafka"])]
+    assert {topic_record_key(r) for r in written} == set(reference.closed)
+    assert all((r["total_cents"], r["payments"]) == reference.closed[topic_record_key(r)]
+               for r in written)
 
 
 def test_cli_runs_the_pipeline(spark, bootstrap, tmp_path):
