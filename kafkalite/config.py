@@ -275,6 +275,11 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(1)),
     ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
               "how often the coordinator removes expired transactional ids", at_least(1)),
+    # --- client quotas (KIP-13, KIP-124): the sampled rate they are measured over ------------
+    ConfigDef("quota.window.num", "int", 11, "windows a client quota's rate is measured over",
+              at_least(1)),
+    ConfigDef("quota.window.size.seconds", "int", 1, "length of each window of a client "
+              "quota's rate", at_least(1)),
 ) + SECURITY_CONFIGS
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}

@@ -42,6 +42,7 @@ from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.network import BrokerFactory
+from kafkalite.server.quota_manager import ClientQuotas, read_quota_configs
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
 from kafkalite.server.request_watch import CHECK_INTERVAL_S as REQUEST_WATCH_INTERVAL_S
@@ -51,6 +52,7 @@ from kafkalite.txn.state_store import TRANSACTION_STATE_TOPIC
 from kafkalite.zk import ZkClient, ZkState
 from kafkalite.zk.znode_acls import secure_persistent_paths, secure_zk_client
 from kafkalite.zk.errors import ZkNodeExistsError
+from kafkalite.zk.quotas import QuotaZkStore
 from kafkalite.zk.twisted_bridge import TwistedZk
 
 
@@ -67,6 +69,8 @@ class BrokerService(service.MultiService):
             reactor = global_reactor
         self.config = config                    # the effective config (dynamic ones applied)
         self.dynamic_config = BrokerDynamicConfig(self, config)   # KIP-226 levels
+        self.quotas = ClientQuotas.from_config(config)    # client quotas, enforced
+        self._quota_reloads = defer.DeferredLock()        # applied in the order read
         self.reactor = reactor
         self.broker_id = config.broker_id
         self.cluster_id: str | None = None
@@ -157,6 +161,7 @@ class BrokerService(service.MultiService):
             await self.dynamic_config.reload()
         except Exception as exc:  # noqa: BLE001 - a broken znode must not stop the broker
             log.error("broker %d: dynamic broker configs not applied: %s", self.broker_id, exc)
+        await self._reload_quotas()
         # logs: recovery happens here, before anything is served
         self.log_manager.startService()
         self.replica_manager.start()
@@ -191,7 +196,8 @@ class BrokerService(service.MultiService):
                                     listener.name,
                                     listener_security=self.security.listeners[listener.name],
                                     scram_lookup=self.security.scram_lookup,
-                                    token_lookup=self.security.token_lookup)
+                                    token_lookup=self.security.token_lookup,
+                                    clock=self.reactor)
             port = self.security.listen(self.reactor, listener, factory)
             self._listening_ports[listener.name] = port
         inter = self.config.inter_broker_listener
@@ -296,6 +302,17 @@ class BrokerService(service.MultiService):
         d.addErrback(lambda f: log.warning("dynamic broker config reload failed: %s",
                                            f.getErrorMessage()))
         d.addCallback(lambda _: self._reload_topic_configs())
+        self._reload_quotas()
+
+    def _reload_quotas(self) -> defer.Deferred:
+        """Every client quota from ZooKeeper into the quota managers (Kafka's ConfigHandlers
+        for users and clients; the whole set, as notifications may be missed)."""
+        d = self._quota_reloads.run(self.deferred_zk.run, read_quota_configs,
+                                    QuotaZkStore(self.zk))
+        d.addCallback(self.quotas.update)
+        d.addErrback(lambda f: log.warning("broker %d: client quotas not reloaded: %s",
+                                           self.broker_id, f.getErrorMessage()))
+        return d
 
     def _reload_topic_configs(self) -> None:
         for topic in {tp[0] for tp in self.replica_manager.partitions}:

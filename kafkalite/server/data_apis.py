@@ -71,6 +71,9 @@ def handle_produce(broker, ctx, request: m.ProduceRequest):
         return m.ProduceResponse(responses=denied)
     results = broker.replica_manager.append_records(request.timeout_ms, request.acks, False,
                                                     entries)
+    quota = getattr(ctx, "quota", None)
+    if quota is not None:             # producer_byte_rate: the bytes of the request's batches
+        quota.produce_throttle_ms(sum(len(records or b"") for records in entries.values()))
     if not request.expects_response():
         return None                       # acks=0: nobody reads an answer
     return _then(results, lambda answered: _produce_response(answered, denied))
@@ -127,10 +130,13 @@ def _handle_fetch(broker, ctx, request: m.FetchRequest):
               for t in request.topics if t.topic in refused]
     if not fetch_infos:
         return m.FetchResponse(responses=denied)
+    max_bytes, quota = request.max_bytes, getattr(ctx, "quota", None)
+    if quota is not None:             # no more than the client's fetch quota lets through
+        max_bytes = quota.fetch_max_bytes(max_bytes)
     params = FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes,
-                         request.max_bytes, request.isolation_level)
+                         max_bytes, request.isolation_level)
     return _then(broker.replica_manager.fetch(params, fetch_infos),
-                 lambda results: _fetch_response(request, refused, results, denied))
+                 lambda results: _fetch_response(request, refused, results, denied, quota))
 
 
 def _refused_fetch_topics(authz, request: m.FetchRequest):
@@ -146,7 +152,13 @@ def _refused_fetch_topics(authz, request: m.FetchRequest):
 
 
 def _fetch_response(request: m.FetchRequest, refused, results: dict,
-                    denied: list) -> m.FetchResponse:
+                    denied: list, quota=None) -> m.FetchResponse:
+    if quota is not None:
+        # consumer_byte_rate (and the request quota): a throttled fetch answers no data, as
+        # Kafka's getThrottledResponse
+        throttle = quota.fetch_throttle_ms(sum(len(r.records or b"") for r in results.values()))
+        if throttle > 0:
+            return m.FetchResponse(throttle_time_ms=throttle)
     # FetchResult's fields follow FetchPartitionResponse's partition field: (partition, *r)
     served = [m.FetchTopicResponse(t.topic, [
         _partition_response(p.partition, results[(t.topic, p.partition)])

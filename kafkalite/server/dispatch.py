@@ -8,8 +8,12 @@ of the request's origin, from the context.
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.security.acl import ANONYMOUS
 from kafkalite.server import api_table
+from kafkalite.server.quota_throttle import EXEMPT_APIS, RequestQuota
 from kafkalite.server.request_authz import ALLOW_ALL, RequestAuthz
 from kafkalite.server.request_context import RequestContext
 
@@ -62,9 +66,28 @@ class ApiDispatcher:
             listener=getattr(factory, "listener_name", None),
             security_protocol=getattr(listener_security, "protocol", "PLAINTEXT"),
             principal=principal, client_host=host, authz=authz,
-            connection_security=security)
+            connection_security=security,
+            quota=self._request_quota(connection, api_key, principal, client_id))
+
+    def _request_quota(self, connection, api_key: int, principal: str,
+                       client_id: str | None) -> RequestQuota | None:
+        quotas = getattr(self.broker, "quotas", None)
+        if quotas is None or not quotas.enabled:
+            return None                     # Kafka records nothing before a quota is set
+        return RequestQuota(quotas, principal, client_id, self.broker.clock_ms, connection,
+                            exempt=api_key in EXEMPT_APIS)
 
     def call(self, spec: api_table.ApiSpec, ctx: RequestContext, request):
         """The handler's answer (or a Deferred of it); exceptions propagate to the pipeline,
-        which turns them into the request's error response."""
-        return spec.handler(self.broker, ctx, request)
+        which turns them into the request's error response. With client quotas, the handler is
+        timed and its answer throttled (``quota_throttle``)."""
+        quota = ctx.quota
+        if quota is None:
+            return spec.handler(self.broker, ctx, request)
+        if spec.key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0:
+            quota.exempt = True             # a follower: replication quotas, not client ones
+        result = spec.handler(self.broker, ctx, request)
+        quota.handler_returned()
+        if isinstance(result, defer.Deferred):
+            return result.addCallback(quota.finish)
+        return quota.finish(result)

@@ -36,6 +36,11 @@ and, right behind it, EndTxn on one connection, and the second must see the firs
 controller's LeaderAndIsr must be applied before the UpdateMetadata that follows it. Past
 ``QUEUED_FRAMES_BEFORE_PAUSE`` waiting frames the socket stops being read, so a client that
 pipelines without bound is held back by TCP as Kafka's muted channel holds it.
+
+A client over its quota (``server.quota_throttle``) gets its answer at once, carrying
+``throttle_time_ms``, and the connection is then muted for that long (KIP-219): ``throttle(ms)``
+sets a "throttled until" and the next request waits for it (a reactor ``callLater``, the clock
+injectable), as Kafka's processor keeps a throttled channel muted until the throttle ends.
 """
 
 from __future__ import annotations
@@ -65,13 +70,20 @@ __all__ = ["BrokerProtocol", "BrokerFactory", "sniff_protocol"]
 # frames read ahead of the one being served before the transport is paused (Kafka reads none
 # ahead; a few keep a pipelining client's next requests off the critical path)
 QUEUED_FRAMES_BEFORE_PAUSE = 8
+# a throttle this close to its end is over (float rounding must not re-arm the timer)
+_THROTTLE_SLACK_S = 0.0005
 
 
 @implementer(IHandshakeListener)
 class BrokerProtocol(KafkaWireProtocol):
     def __init__(self, dispatcher, max_frame_bytes: int,
-                 security: ConnectionSecurity | None = None):
+                 security: ConnectionSecurity | None = None, clock=None):
         super().__init__(max_frame_bytes)
+        if clock is None:
+            from twisted.internet import reactor as clock  # only when none is injected
+        self.clock = clock
+        self._throttled_until = 0.0             # clock seconds: no request served before
+        self._throttle_end = None               # the callLater that ends the mute
         self.dispatcher = dispatcher
         self.codec = None                       # chosen by the first frame
         self.client_id: str | None = None
@@ -113,6 +125,9 @@ class BrokerProtocol(KafkaWireProtocol):
     def connectionLost(self, reason=None) -> None:
         super().connectionLost(reason)
         self._waiting.clear()
+        if self._throttle_end is not None and self._throttle_end.active():
+            self._throttle_end.cancel()
+        self._throttle_end = None
         self.dispatcher.connection_closed(self)
 
     # --- one request at a time -----------------------------------------------------------------
@@ -146,9 +161,23 @@ class BrokerProtocol(KafkaWireProtocol):
             self._paused = False
             self.transport.resumeProducing()
 
+    def throttle(self, throttle_ms: int) -> None:
+        """Mute the connection for ``throttle_ms`` from now (KIP-219): the answer being sent
+        goes out, the next request waits."""
+        if throttle_ms > 0:
+            self._throttled_until = max(self._throttled_until,
+                                        self.clock.seconds() + throttle_ms / 1000.0)
+
     def _request_done(self) -> None:
-        """The request in the broker was answered (or served without an answer): the next."""
+        """The request in the broker was answered (or served without an answer): the next,
+        unless the connection is throttled (then when the throttle ends)."""
         self.in_broker = None
+        remaining = self._throttled_until - self.clock.seconds()
+        if remaining > _THROTTLE_SLACK_S and not self._closing:
+            if self._throttle_end is None or not self._throttle_end.active():
+                self._throttle_end = self.clock.callLater(remaining, self._request_done)
+            return                              # still "serving": later frames wait
+        self._throttle_end = None
         self._serving = False
         if self._waiting:
             self._drain()
@@ -284,8 +313,9 @@ class BrokerFactory(Factory):
     listener demands; ``scram_lookup(mechanism, user)`` gives SCRAM credentials."""
 
     def __init__(self, dispatcher, max_frame_bytes: int, listener_name: str = "PLAINTEXT",
-                 listener_security=None, scram_lookup=None, token_lookup=None):
+                 listener_security=None, scram_lookup=None, token_lookup=None, clock=None):
         self.dispatcher = dispatcher
+        self.clock = clock                    # the reactor (None: the global one)
         self.max_frame_bytes = max_frame_bytes
         self.listener_name = listener_name
         self.listener_security = listener_security
@@ -295,6 +325,6 @@ class BrokerFactory(Factory):
     def buildProtocol(self, addr):
         security = ConnectionSecurity(self.listener_security, self.scram_lookup,
                                       self.token_lookup)
-        protocol = BrokerProtocol(self.dispatcher, self.max_frame_bytes, security)
+        protocol = BrokerProtocol(self.dispatcher, self.max_frame_bytes, security, self.clock)
         protocol.factory = self
         return protocol

@@ -37,6 +37,8 @@ class RequestContext:
     authz: RequestAuthz = ALLOW_ALL
     #: the connection's ``ConnectionSecurity``: only the SASL handlers use it
     connection_security: Any = field(default=None, compare=False, repr=False)
+    #: the request's ``quota_throttle.RequestQuota`` (None: no client quotas enforced)
+    quota: Any = field(default=None, compare=False, repr=False)
 
     @property
     def client_address(self) -> str:
