@@ -14,7 +14,8 @@ segment. The rules are Kafka's cleaner's:
   stays (emptied of its records if need be), and a rewritten segment's ``.txnindex`` keeps the
   aborted transactions whose batches were still there;
 * each segment is rewritten on its own, with the same base offset: batches wholly kept are copied
-  byte for byte, partly kept ones re-encoded with their codec, emptied ones dropped.
+  byte for byte, partly kept ones re-encoded with their codec, emptied ones dropped (magic 0/1
+  messages of an old ``message.format.version`` likewise, in their own format: ``record.entries``).
 
 A rewritten copy is written as ``<base>.log.cleaned``, fsynced, then renamed ``.swap``: that
 rename is the commit point (recovery at the next start completes a swap it finds).
@@ -31,7 +32,7 @@ from kafkalite.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from kafkalite.log.txn_cleaning import CleanedTxns, LastRecord, empty_batch, is_last_record
 from kafkalite.log.txn_index import AbortedTxn
 from kafkalite.record import header as hdr
-from kafkalite.record.batch import read_batch, rebuild_batch
+from kafkalite.record.entries import read_entry, rebuild_entry
 
 #: what compaction asks of its log: the aborted transactions overlapping [start, end)
 CollectAborted = Callable[[int, int], list[AbortedTxn]]
@@ -114,7 +115,7 @@ def _latest_offsets(inactive: list[LogSegment], aborted: list[AbortedTxn]) -> di
         data = segment.read_all()
         pos = 0
         while pos < len(data):
-            header, records = read_batch(data, pos, verify_crc=False)
+            header, records = read_entry(data, pos)
             pos += header.size
             if header.attributes & hdr.CONTROL_BIT:
                 txns.on_marker(header, records)
@@ -138,7 +139,7 @@ def _kept_batches(segment: LogSegment, latest: dict[bytes, int], horizon: int,
     removed = 0
     pos = 0
     while pos < len(data):
-        header, records = read_batch(data, pos, verify_crc=False)
+        header, records = read_entry(data, pos)
         if header.attributes & hdr.CONTROL_BIT:
             discard = txns.on_marker(header, records) and not retain_markers
             keep = [] if discard else records
@@ -153,13 +154,13 @@ def _kept_batches(segment: LogSegment, latest: dict[bytes, int], horizon: int,
         if len(keep) == len(records) and records:
             chunk = bytes(data[pos:pos + header.size])
         elif keep:
-            chunk = rebuild_batch(header, keep, header.compression)
+            chunk = rebuild_entry(header, keep, header.compression)
         elif is_last_record(header, last):
             chunk = empty_batch(header)  # the producer's state lives on in its header
         else:
             chunk = b""
         if chunk:
-            fields = hdr.parse_header(chunk)
+            fields = next(hdr.iter_headers(chunk, verify_crc=False))[1]
             batches.append((out_pos, fields.base_offset, fields.last_offset,
                             fields.max_timestamp))
             chunks.append(chunk)

@@ -425,8 +425,8 @@ class LogSegment(SegmentLoading):
             return max(base, min_offset), f[F_MAX_TS]
         data = os.pread(self._fd, _OVERHEAD + f[F_LENGTH], pos)
         try:
-            from kafkalite.record.batch import read_batch
-            _, records = read_batch(data, 0, verify_crc=False)
+            from kafkalite.record.entries import read_entry   # a v2 batch or magic 0/1 entry
+            _, records = read_entry(data, 0)
         except (ImportError, CorruptRecordError) as exc:
             log.debug("cannot decode batch at %d of %s (%s); answering at batch level", pos,
                       self.log_path, exc)
