@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -105,6 +106,7 @@ def check_format_version(version: str) -> bool:
     return isinstance(version, str) and _key(version) in FORMAT_VERSIONS
 
 
+@lru_cache(maxsize=64)   # asked on every append to a topic
 def record_magic(version: str) -> int:
     """The magic a topic of ``message.format.version`` ``version`` stores (ConfigError if it is
     not a Kafka version)."""

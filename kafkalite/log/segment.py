@@ -33,7 +33,7 @@ from kafkalite.log.index import OffsetIndex, TimeIndex
 from kafkalite.log.segment_loading import SegmentLoading, _corrupt
 from kafkalite.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkalite.record import header as hdr
-from kafkalite.record.legacy_convert import HEADER_SIZES, MIN_SIZE, legacy_fields
+from kafkalite.record.legacy_convert import MIN_SIZE, chunk_fields
 from kafkalite.record.header import (  # positions in the tuple HEADER.unpack_from returns
     F_ATTRIBUTES,
     F_BASE_OFFSET,
@@ -188,29 +188,15 @@ class LogSegment(SegmentLoading):
             off = 0
             need = 0
             while n - off > _MAGIC_POS:
-                if buf[off + _MAGIC_POS] < _MAGIC:
-                    # a magic 0/1 message (message.format.version below 0.11): one entry
-                    head = HEADER_SIZES.get(buf[off + _MAGIC_POS], 0)
-                    if n - off < head:
-                        break
+                if buf[off + _MAGIC_POS] < _MAGIC:  # a magic 0/1 message: one entry
                     try:
-                        fields = legacy_fields(buf, off, whole=False)
+                        fields, need = chunk_fields(buf, off, end - pos - off, verify)
                     except CorruptRecordError as exc:
                         _corrupt(pos + off, exc.message)
-                    size = _OVERHEAD + fields[F_LENGTH]
-                    if pos + off + size > end:
-                        _corrupt(pos + off, f"message at byte {pos + off} declares {size} "
-                                            f"bytes, only {end - pos - off} present")
-                    if verify:
-                        if off + size > n:
-                            need = size
-                            break
-                        try:
-                            legacy_fields(buf, off, verify_crc=True)
-                        except CorruptRecordError as exc:
-                            _corrupt(pos + off, exc.message)
+                    if fields is None:
+                        break
                     yield pos + off, fields
-                    off += size
+                    off += _OVERHEAD + fields[F_LENGTH]
                     continue
                 if n - off < _HEADER_SIZE:
                     break

@@ -3,9 +3,9 @@ conversion of v2 batches to them, and reading their shallow entries beside v2 ba
 
 Kafka 2.8 still stores the pre-0.11 formats when a topic's ``message.format.version`` (or the
 broker's ``log.message.format.version``) names an older ApiVersion: ``0.8.x``/``0.9.0`` store
-magic 0, ``0.10.x`` magic 1 (``config_defs.record_magic``). The leader converts what producers send (LogValidator): each record
-of an uncompressed batch becomes one message with its absolute offset (and, at magic 1, its
-timestamp); the records of a compressed request become inner messages of ONE wrapper message,
+magic 0, ``0.10.x`` magic 1 (``config_defs.record_magic``). The leader converts what producers
+send (LogValidator): each record of an uncompressed batch becomes one message with its absolute
+offset (and, at magic 1, its timestamp); the records of a compressed request become inner messages of ONE wrapper message,
 whose offset is the last inner offset and whose timestamp is the greatest inner timestamp (inner
 offsets are relative at magic 1, absolute at magic 0). A legacy message cannot carry headers
 (UNKNOWN_SERVER_ERROR, as Kafka's IllegalArgumentException) nor a producer id
@@ -39,8 +39,8 @@ from kafkalite.errors import (
 )
 from kafkalite.record import compression as _codec
 
-__all__ = ["legacy_fields", "to_legacy", "legacy_set", "is_legacy_at", "HEADER_SIZES",
-           "MIN_SIZE"]
+__all__ = ["legacy_fields", "chunk_fields", "to_legacy", "legacy_set", "is_legacy_at",
+           "HEADER_SIZES", "MIN_SIZE"]
 
 MAGIC_POS = 16
 TIMESTAMP_TYPE_BIT = 0x08
@@ -91,6 +91,26 @@ def legacy_fields(buf, pos: int = 0, verify_crc: bool = False, whole: bool = Tru
             raise CorruptRecordError(f"CRC mismatch in message at byte {pos} (offset {offset}): "
                                      f"stored {crc:#010x}, computed {actual:#010x}")
     return (offset, length, -1, magic, crc, attributes, 0, timestamp, timestamp, -1, -1, -1, 1)
+
+
+def chunk_fields(buf, off: int, room: int, verify: bool) -> tuple[tuple | None, int]:
+    """For a segment scan reading in chunks: ``(fields, 0)`` of the legacy message at ``off``,
+    or ``(None, bytes needed)`` when ``buf`` holds too little of it (its header; with
+    ``verify``, all of it, whose CRC is then checked). CorruptRecordError if it is malformed
+    or longer than the ``room`` left in the segment."""
+    head = HEADER_SIZES.get(buf[off + MAGIC_POS], 0)
+    if len(buf) - off < head:
+        return None, head
+    fields = legacy_fields(buf, off, whole=False)
+    size = _OVERHEAD + fields[1]
+    if size > room:
+        raise CorruptRecordError(f"message at byte {off} declares {size} bytes, only {room} "
+                                 "present")
+    if verify:
+        if size > len(buf) - off:
+            return None, size
+        legacy_fields(buf, off, verify_crc=True)
+    return fields, 0
 
 
 def _message(magic: int, offset: int, timestamp: int, attributes: int, key, value) -> bytes:

@@ -214,3 +214,15 @@ def test_compaction_keeps_the_newest_record_of_each_key_in_magic_1(tmp_path, cod
     assert {e[0] for e in shallow(data)} == {1}
     # a wrapper partly kept is written again at its last kept offset
     assert [e[1] for e in shallow(data)] == ([4, 5, 6] if codec == "none" else [5, 6])
+
+
+def test_scans_cross_read_chunks_between_messages(tmp_path):
+    # a sparse index: finding offset 390 walks ~40 KB of messages in 16 KiB reads
+    log = Log(str(tmp_path / "t-0"), topic_config(message_format_version="0.10.2",
+                                                   index_interval_bytes=10**6), FakeClock())
+    log.append(build_batch([(TS[0], None, bytes([i % 251]) * 77, None) for i in range(400)]))
+    assert [e[1] for e in shallow(log.read(390, 10**6).records)] == list(range(390, 400))
+    log.close()
+    reopened = Log(str(tmp_path / "t-0"), log.config, FakeClock())
+    assert reopened.log_end_offset == 400
+    assert deep(reopened.read(399, 10**6).records)[0][3] == bytes([399 % 251]) * 77
