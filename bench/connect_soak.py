@@ -8,11 +8,12 @@ Per system: a ZooKeeper chroot, 3 brokers (rf 3, min.insync.replicas 2), one dis
 (``kafkalite.testing.kafka_connect.ConnectWorker``), a one-partition topic, and a FileStreamSource
 -> topic -> FileStreamSink pair made through the REST API. The source file is written in chunks
 kept at most 4 chunks ahead of the sink file (``PacedWriter``). ``--kills`` times, evenly through
-the copy, the current leader of the data topic is killed with SIGKILL, the copy goes on without it
-until the sink has another chunk, and it is restarted. At the end the sink file and the topic
-(read by confluent-kafka) must hold every line in order, duplicates only as at-least-once
-rewinds/retries (counted), and both connectors RUNNING. One JSON line per system; exit 1 when a
-check failed. Wall-clock seconds are for information only.
+the copy, the current leader of the data topic is killed with SIGKILL, the copy goes on without
+it until the sink has another chunk, and it is restarted (the writer held meanwhile). At the end
+the sink file and the topic (read by confluent-kafka) must hold every line in order, duplicates
+only as at-least-once rewinds/retries (counted), and both connectors RUNNING. One JSON line per
+system; exit 1 when a check failed (the logs are then kept). Wall-clock seconds are for
+information only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -87,8 +89,8 @@ def soak(system: str, zk_connect: str, workdir: str, lines_n: int, kills: int,
                                worker_settings(group)).start()
         from confluent_kafka.admin import AdminClient, NewTopic
         topic = f"{group}-lines"
-        AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-            [NewTopic(topic, 1, 3)])[topic].result(60)
+        admin = AdminClient({"bootstrap.servers": bootstrap})    # kept until the answer
+        admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
         wait_until(lambda: _leader(bootstrap, topic) >= 0, 60, f"a leader for {topic}")
         source_file, sink_file = (os.path.join(workdir, f"{kind}.txt")
                                   for kind in ("source", "sink"))
@@ -116,7 +118,11 @@ def soak(system: str, zk_connect: str, workdir: str, lines_n: int, kills: int,
                        f"the copy going on without broker {victim}", interval_s=0.05,
                        on_timeout=worker.describe)
             without = time.monotonic() - killed_at
+            # the copy waits while the broker restarts (Kafka's waits out its ZooKeeper session
+            # first): the next kill comes mid-copy too
+            writer.proceed.clear()
             cluster.restart(victim)
+            writer.proceed.set()
             result["kills"].append({"broker": victim, "sink_lines": at,
                                     "seconds_to_next_chunk": round(without, 1)})
         writer.join(600)
@@ -163,6 +169,10 @@ def main() -> int:
             ok = ok and result["ok"]
     finally:
         zookeeper.stop()
+    if ok:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"connect_soak: brokers' and worker's logs kept in {workdir}", file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -227,8 +227,8 @@ def append_lines(path: str, lines: list[str]) -> None:
 class PacedWriter(threading.Thread):
     """Appends ``lines`` to the source file in chunks, each once the sink file has as many lines
     as were appended ``ahead`` chunks before: the copy stays under way (a fault injected now hits
-    lines in flight) and never runs more than ``ahead`` chunks behind. ``error`` is what stopped
-    it, if anything did."""
+    lines in flight) and never runs more than ``ahead`` chunks behind. Clearing ``proceed`` holds
+    it before its next chunk. ``error`` is what stopped it, if anything did."""
 
     def __init__(self, source_file: str, sink_file: str, lines: list[str], chunk: int = 50,
                  ahead: int = 2, timeout_s: float = 120):
@@ -237,10 +237,14 @@ class PacedWriter(threading.Thread):
         self.chunk, self.ahead, self.timeout_s = chunk, ahead, timeout_s
         self.appended = 0
         self.error: BaseException | None = None
+        self.proceed = threading.Event()    # cleared: no further chunk until it is set again
+        self.proceed.set()
 
     def run(self) -> None:
         try:
             for start in range(0, len(self.lines), self.chunk):
+                if not self.proceed.wait(self.timeout_s):
+                    raise TimeoutError(f"held for {self.timeout_s} s at line {start}")
                 behind = start - self.ahead * self.chunk
                 wait_until(lambda: len(full_lines(self.sink_file)) >= behind, self.timeout_s,
                            f"{behind} lines in the sink file", interval_s=0.02)
