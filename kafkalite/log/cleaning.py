@@ -45,6 +45,8 @@ class LogCleaning:
     collect_aborted_transactions: Callable[[int, int], list[AbortedTxn]]
     producer_snapshots: SnapshotFiles
     producer_state_source: Callable | None
+    #: set by the partition: its high watermark, which bounds what retention deletes
+    high_watermark_source: Callable[[], int] | None
 
     def _check_open(self) -> None:
         raise NotImplementedError
@@ -67,14 +69,21 @@ class LogCleaning:
     def delete_old_segments(self, now_ms: int | None = None, retention: bool = True) -> list[int]:
         """Delete the oldest segments that are past ``retention.ms`` (by their largest
         timestamp), over ``retention.bytes`` (oldest first), or wholly below the log start
-        offset (``retention=False``: only those). Only a prefix of the log goes, never the
-        active segment. Returns their base offsets."""
+        offset (``retention=False``: only those). Only a prefix of the log goes, and with a
+        ``high_watermark_source`` only what is below the HW, the active segment included (a
+        new one is rolled first); without one, never the active segment. Returns their base
+        offsets."""
         self._check_open()
         now = self._clock() if now_ms is None else now_ms
+        source = self.high_watermark_source
         doomed = deletable_segments(self._segments, self.config, now, self.log_start_offset,
-                                    retention)
+                                    retention, None if source is None else source(),
+                                    self.log_end_offset)
         if not doomed:
             return []
+        if len(doomed) == len(self._segments):
+            # the active segment goes too: a log always has one, so a new one first (Kafka)
+            self.roll()
         bases = [s.base_offset for s in doomed]
         reasons = "retention" if retention else "log start offset"
         log.info("%s: deleting segment(s) %s (%s)", self.name, bases, reasons)

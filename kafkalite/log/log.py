@@ -123,6 +123,8 @@ class Log(LogCleaning, LogTransactions):
         self.producer_snapshots = SnapshotFiles(self.dir)
         #: set by the partition: its producer state as snapshot entries (rolls and close)
         self.producer_state_source: SnapshotSource | None = None
+        #: set by the partition: its high watermark (retention deletes only below it)
+        self.high_watermark_source: Callable[[], int] | None = None
         loaded = load_log(self.dir, config, self._clock, self.name, recovery_point,
                           clean_shutdown, log_start_offset, self.producer_snapshots)
         for segment in loaded.segments:

@@ -113,10 +113,12 @@ class Partition:
     @log.setter
     def log(self, log_) -> None:
         """The partition's log (a move between data dirs swaps it), which takes a snapshot of
-        the producer state when it rolls a segment or closes (Kafka's takeSnapshot)."""
+        the producer state when it rolls a segment or closes (Kafka's takeSnapshot), and
+        deletes old segments only below the high watermark (Kafka's deletableSegments)."""
         self._log = log_
         log_.producer_state_source = lambda: producer_txns.snapshot_entries(
             self.producer_states)
+        log_.high_watermark_source = lambda: self.high_watermark
 
     @property
     def tp(self) -> tuple[str, int]:

@@ -179,6 +179,27 @@ def test_retention_ms_moves_log_start_past_old_records(cluster):
     assert _read_all(bootstrap, topic) == [(6 + i, k, v) for i, (k, v, _) in enumerate(fresh)]
 
 
+def test_retention_ms_deletes_an_expired_active_segment_as_kafka(cluster):
+    """Kafka 2.8 deletes the active segment too when it is past retention and wholly below the
+    high watermark, rolling a new one (``Log.deleteSegments``): a log of old records only ends up
+    with its earliest offset at its end (Apache Kafka 2.8.2 answered (5, 5) for these five
+    records in one segment; kafkalite used to keep them all, (0, 5))."""
+    topic = _unique("retention-active")
+    bootstrap = cluster.bootstrap_servers
+    create_topic(cluster, topic, 1)
+    old = int(time.time() * 1000) - 2 * HOUR_MS
+    producer = _producer(bootstrap)
+    records = [(f"o{i}".encode(), f"old {i}".encode(), old) for i in range(5)]
+    assert _produce_one_by_one(producer, topic, records) == list(range(5))
+    _set_topic_config(bootstrap, topic, "retention.ms", str(HOUR_MS))
+    wait_until(lambda: _watermarks(bootstrap, topic)[0] > 0, 60,
+               f"retention.ms to delete the expired records of {topic}")
+    assert _watermarks(bootstrap, topic) == (5, 5)
+    assert _read_all(bootstrap, topic) == []
+    assert _produce_one_by_one(producer, topic, [(b"new", b"kept", None)]) == [5]
+    assert _read_all(bootstrap, topic) == [(5, b"new", b"kept")]
+
+
 def test_retention_bytes_keeps_the_newest_segments(cluster):
     """``retention.bytes``: Kafka deletes the oldest segments while the log, less the segment,
     stays at or over the limit (``diff - segment.size >= 0``), so what is kept may exceed the

@@ -41,12 +41,47 @@ def test_retention_by_time_deletes_exactly_the_expired_prefix(tmp_path):
     log.close()
 
 
-def test_active_segment_is_never_deleted(tmp_path):
+def test_active_segment_is_never_deleted_without_a_high_watermark(tmp_path):
     clock = FakeClock(START_MS + 100 * DAY)
     log = Log(str(tmp_path / "t-0"), topic_config(retention_ms=1, retention_bytes=0), clock)
     log.append(make_batch(3, timestamp=START_MS))
     assert log.delete_old_segments(clock.now) == []
     assert log.log_end_offset == 3 and log.log_start_offset == 0
+    log.close()
+
+
+def test_expired_active_segment_below_the_high_watermark_goes_as_in_kafka(tmp_path):
+    """Kafka 2.8 (Log.deletableSegments/deleteSegments): a non-empty active segment wholly below
+    the HW goes when it is past retention, after a new empty one is rolled at the log end."""
+    clock = FakeClock(START_MS + 100 * DAY)
+    log = Log(str(tmp_path / "t-0"), topic_config(retention_ms=DAY), clock)
+    hw = {"offset": 0}
+    log.high_watermark_source = lambda: hw["offset"]
+    log.append(make_batch(3, timestamp=START_MS))
+    log.roll()
+    log.append(make_batch(2, timestamp=START_MS))
+    assert log.delete_old_segments(clock.now) == []          # HW 0: nothing is below it
+    hw["offset"] = 4
+    assert log.delete_old_segments(clock.now) == [0]         # the active one ends past the HW
+    assert log.log_start_offset == 3
+    hw["offset"] = 5
+    assert log.delete_old_segments(clock.now) == [3]
+    assert (log.log_start_offset, log.log_end_offset) == (5, 5)
+    assert [(s.base_offset, s.size) for s in log.segments] == [(5, 0)]
+    assert log.delete_old_segments(clock.now) == []          # an empty last segment stays
+    log.append(make_batch(1, timestamp=clock.now))
+    assert (log.log_start_offset, log.log_end_offset) == (5, 6)
+    log.close()
+
+
+def test_retention_bytes_zero_empties_a_log_below_the_high_watermark(tmp_path):
+    clock = FakeClock()
+    log = _log_with_segments(tmp_path, clock, [[START_MS]] * 2, retention_ms=-1)
+    log.append(make_batch(2, timestamp=START_MS))
+    log.high_watermark_source = lambda: log.log_end_offset
+    log.update_config(topic_config(retention_ms=-1, retention_bytes=0))
+    assert len(log.delete_old_segments(clock.now)) == 3
+    assert log.size == 0 and log.log_start_offset == log.log_end_offset == 6
     log.close()
 
 
