@@ -280,6 +280,12 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(1)),
     ConfigDef("quota.window.size.seconds", "int", 1, "length of each window of a client "
               "quota's rate", at_least(1)),
+    ConfigDef("quota.producer.default", "long", 9223372036854775807, "producer_byte_rate of "
+              "every client id without a quota in ZooKeeper (deprecated in Kafka 2.8; the "
+              "default: none)", at_least(1)),
+    ConfigDef("quota.consumer.default", "long", 9223372036854775807, "consumer_byte_rate of "
+              "every client id without a quota in ZooKeeper (deprecated in Kafka 2.8; the "
+              "default: none)", at_least(1)),
 ) + SECURITY_CONFIGS
 
 BROKER_BY_NAME = {d.name: d for d in BROKER_CONFIGS}

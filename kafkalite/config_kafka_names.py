@@ -44,9 +44,8 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "fetch.max.bytes",)),
     ("incremental fetch sessions (KIP-227): kafkalite answers every fetch in full", (
         "max.incremental.fetch.session.cache.slots",)),
-    ("quotas: kafkalite enforces client quotas set in ZooKeeper only (no static defaults) and "
-     "has no replication or controller quotas", (
-        "quota.consumer.default", "quota.producer.default", "replication.quota.window.num",
+    ("quotas: kafkalite enforces client quotas but has no replication or controller quotas", (
+        "replication.quota.window.num",
         "replication.quota.window.size.seconds", "alter.log.dirs.replication.quota.window.num",
         "alter.log.dirs.replication.quota.window.size.seconds", "controller.quota.window.num",
         "controller.quota.window.size.seconds", "client.quota.callback.class")),

@@ -13,6 +13,7 @@ precedence (most specific first)::
     /config/users/<user>/clients/<default>       /config/users/<default>/clients/<default>
     /config/users/<user>                         /config/users/<default>
     /config/clients/<client-id>                  /config/clients/<default>
+    quota.producer.default / quota.consumer.default (static, deprecated in Kafka 2.8)
 
 (left column before right within a row group, as ``DefaultQuotaCallback.quotaMetricTags``
 orders them). The entity that applies names the shared rate: all client ids of a user with a
@@ -32,7 +33,7 @@ from typing import Mapping
 from zk_schema import config as s_config
 
 from kafkalite.server.quota_rates import SampledRate, throttle_time_ms
-from kafkalite.server.quota_values import java_parse_double
+from kafkalite.server.quota_values import LONG_MAX, java_parse_double
 
 __all__ = ["DEFAULT", "PRODUCE", "FETCH", "REQUEST", "ClientQuotaManager", "ClientQuotas",
            "read_quota_configs", "principal_name"]
@@ -64,14 +65,16 @@ class ClientQuotaManager:
     """The quotas and rates of one quota type."""
 
     def __init__(self, quota_type: str, samples: int = 11, window_ms: int = 1000,
-                 max_throttle_ms: int | None = None):
+                 max_throttle_ms: int | None = None, static_default: float | None = None):
         self.quota_type = quota_type
+        # quota.producer.default / quota.consumer.default: the last resort of a client id
+        self.static_default = static_default
         self.samples = samples
         self.window_ms = window_ms
         self.max_throttle_ms = max_throttle_ms
         # (user, client) -> bound; user/client: a name, DEFAULT, or None (not part of the entity)
         self.overrides: dict[tuple, float] = {}
-        self.enabled = False
+        self.enabled = static_default is not None
         self._rates: dict[tuple[str, str], SampledRate] = {}
 
     def set_overrides(self, overrides: Mapping[tuple, float]) -> None:
@@ -113,7 +116,8 @@ class ClientQuotaManager:
             for key in ((None, client_id), (None, DEFAULT)):
                 if key in self.overrides:
                     return get(key)
-        return None       # Kafka's static quota.*.default is Long.MaxValue unless set: none
+            return self.static_default
+        return None
 
     def quota(self, user: str, client_id: str) -> float | None:
         return self.quota_limit(self.metric_tags(user, client_id))
@@ -167,16 +171,22 @@ class ClientQuotaManager:
 class ClientQuotas:
     """The broker's three client quota managers (Kafka's QuotaManagers, client part)."""
 
-    def __init__(self, samples: int = 11, window_seconds: int = 1):
+    def __init__(self, samples: int = 11, window_seconds: int = 1,
+                 producer_default: float | None = None, consumer_default: float | None = None):
         window_ms = window_seconds * 1000
-        self.produce = ClientQuotaManager(PRODUCE, samples, window_ms)
-        self.fetch = ClientQuotaManager(FETCH, samples, window_ms)
+        self.produce = ClientQuotaManager(PRODUCE, samples, window_ms,
+                                          static_default=producer_default)
+        self.fetch = ClientQuotaManager(FETCH, samples, window_ms,
+                                        static_default=consumer_default)
         # ClientRequestQuotaManager: at most one window of throttle per request
         self.request = ClientQuotaManager(REQUEST, samples, window_ms, max_throttle_ms=window_ms)
 
     @classmethod
     def from_config(cls, config) -> "ClientQuotas":
-        return cls(config.quota_window_num, config.quota_window_size_seconds)
+        def static(value: int) -> float | None:       # Long.MaxValue: no static quota
+            return None if value >= LONG_MAX else float(value)
+        return cls(config.quota_window_num, config.quota_window_size_seconds,
+                   static(config.quota_producer_default), static(config.quota_consumer_default))
 
     @property
     def enabled(self) -> bool:

@@ -190,3 +190,19 @@ def test_no_quota_set_means_no_bookkeeping_at_all():
     broker.quotas.update({(None, "c"): {"producer_byte_rate": "1"}})
     ctx = ApiDispatcher(broker).context(SimpleNamespace(), "kafka", 3, 11, 1, "c")
     assert isinstance(ctx.quota, RequestQuota) and ctx.quota.client_id == "c"
+
+
+def test_static_client_id_defaults_come_last():
+    from kafkalite.config import BrokerConfig
+    config = BrokerConfig.from_dict({"broker.id": 1, "zookeeper.connect": "zk:2181",
+                                     "quota.producer.default": 500})
+    quotas = ClientQuotas.from_config(config)
+    assert quotas.produce.enabled and not quotas.fetch.enabled
+    assert quotas.produce.quota("u", "c") == 500.0
+    quotas.update({(None, DEFAULT): {"producer_byte_rate": "700"}})
+    assert quotas.produce.quota("u", "c") == 700.0          # /config/clients/<default> first
+    quotas.update({("u", None): {"producer_byte_rate": "900"}})
+    assert quotas.produce.quota("u", "c") == 900.0
+    assert quotas.produce.quota("v", "c") == 500.0          # no user quota for v: client-id tags
+    assert ClientQuotas.from_config(BrokerConfig.from_dict(
+        {"broker.id": 1, "zookeeper.connect": "zk:2181"})).produce.static_default is None
