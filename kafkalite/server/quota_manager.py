@@ -53,6 +53,10 @@ DEFAULT = _Default()
 
 # Kafka's ClientRequestQuotaManager.NanosToPercentagePerSecond, for seconds
 SECONDS_TO_PERCENT = 100.0
+# Kafka's ClientQuotaManager.InactiveSensorExpirationTimeSeconds: a client's rate unused this
+# long is dropped (looked for at most once a minute)
+INACTIVE_RATE_EXPIRY_MS = 3600 * 1000
+_EXPIRY_CHECK_MS = 60 * 1000
 
 
 def principal_name(principal: str) -> str:
@@ -76,6 +80,8 @@ class ClientQuotaManager:
         self.overrides: dict[tuple, float] = {}
         self.enabled = static_default is not None
         self._rates: dict[tuple[str, str], SampledRate] = {}
+        self._last_used: dict[tuple[str, str], int] = {}
+        self._last_expiry_check = 0
 
     def set_overrides(self, overrides: Mapping[tuple, float]) -> None:
         self.overrides = dict(overrides)
@@ -122,7 +128,13 @@ class ClientQuotaManager:
     def quota(self, user: str, client_id: str) -> float | None:
         return self.quota_limit(self.metric_tags(user, client_id))
 
-    def _rate(self, tags: tuple[str, str]) -> SampledRate:
+    def _rate(self, tags: tuple[str, str], now_ms: int) -> SampledRate:
+        if now_ms - self._last_expiry_check >= _EXPIRY_CHECK_MS:
+            self._last_expiry_check = now_ms
+            for idle in [t for t, used in self._last_used.items()
+                         if now_ms - used >= INACTIVE_RATE_EXPIRY_MS]:
+                del self._rates[idle], self._last_used[idle]
+        self._last_used[tags] = now_ms
         rate = self._rates.get(tags)
         if rate is None:
             rate = self._rates[tags] = SampledRate(self.samples, self.window_ms)
@@ -136,7 +148,7 @@ class ClientQuotaManager:
         if not self.enabled:
             return 0
         tags = self.metric_tags(user, client_id)
-        rate = self._rate(tags)
+        rate = self._rate(tags, now_ms)
         rate.record(value, now_ms)
         bound = self.quota_limit(tags)
         if bound is None:
@@ -151,7 +163,7 @@ class ClientQuotaManager:
 
     def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         if self.enabled:
-            self._rate(self.metric_tags(user, client_id)).record(value, now_ms)
+            self._rate(self.metric_tags(user, client_id), now_ms).record(value, now_ms)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a recorded value (a throttled fetch sends no data: unrecordQuotaSensor)."""

@@ -206,3 +206,14 @@ def test_static_client_id_defaults_come_last():
     assert quotas.produce.quota("v", "c") == 500.0          # no user quota for v: client-id tags
     assert ClientQuotas.from_config(BrokerConfig.from_dict(
         {"broker.id": 1, "zookeeper.connect": "zk:2181"})).produce.static_default is None
+
+
+def test_a_rate_unused_for_an_hour_is_dropped():
+    from kafkalite.server.quota_manager import INACTIVE_RATE_EXPIRY_MS
+    manager = ClientQuotaManager("producer_byte_rate")
+    manager.set_overrides({(None, DEFAULT): 1000.0})
+    manager.record_and_get_throttle_ms("u", "old", 10, 0)
+    manager.record_and_get_throttle_ms("u", "busy", 10, INACTIVE_RATE_EXPIRY_MS - 1000)
+    assert set(manager._rates) == {("", "old"), ("", "busy")}     # not an hour yet
+    manager.record_and_get_throttle_ms("u", "busy", 10, INACTIVE_RATE_EXPIRY_MS + 60000)
+    assert set(manager._rates) == {("", "busy")}
