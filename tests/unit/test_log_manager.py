@@ -169,6 +169,21 @@ def test_new_logs_go_to_the_emptiest_dir(tmp_path):
     again.stopService()
 
 
+def test_deleting_a_log_writes_nothing_into_it(tmp_path):
+    """Kafka's asyncDelete renames the dir and closes the handlers: no producer snapshot or
+    index write for files about to go (each cost an fsync on the reactor)."""
+    clock = _clock()
+    manager = _manager([tmp_path], clock)
+    manager.startService()
+    log = manager.get_or_create_log("t", 0)
+    log.append(make_batch(2))
+    log.producer_state_source = lambda: pytest.fail("a snapshot of a deleted log was taken")
+    assert manager.delete_log("t", 0)
+    assert not os.path.exists(log.dir) and manager.get_log("t", 0) is None
+    assert [name for name in os.listdir(tmp_path) if name.startswith("t-")] == []
+    manager.stopService()
+
+
 def test_update_config_and_high_watermarks(tmp_path):
     clock = _clock()
     manager = _manager([tmp_path], clock)
