@@ -16,6 +16,9 @@ aborted set (a queue sorted by first offset); a transactional batch of a produce
 skipped; that producer's ABORT marker takes it out again. This runs over every batch of the
 response, also those before the position, so the set is right when the position is reached.
 
+A topic of an old ``message.format.version`` holds magic 0/1 messages instead of batches: each
+(a compressed wrapper with its inner messages) is read by ``record.entries.read_entry``.
+
 Errors are the strict reader's: a header that is not a batch's is handed to
 ``kafkalite.record.read_batch``, which raises CorruptRecordError saying what is wrong, and
 ``record.v2`` raises it for a records section that does not parse.
@@ -37,7 +40,10 @@ from kafkalite.record import read_batch
 from kafkalite.record.header import (
     ATTRIBUTES_POS,
     CONTROL_BIT,
+    F_ATTRIBUTES,
+    F_BASE_OFFSET,
     HEADER,
+    I64,
     HEADER_SIZE,
     LENGTH_POS,
     LOG_OVERHEAD,
@@ -47,6 +53,8 @@ from kafkalite.record.header import (
     TRANSACTIONAL_BIT,
 )
 from kafkalite.record.control import ABORT, control_type
+from kafkalite.record.entries import read_entry
+from kafkalite.record.legacy_convert import legacy_fields
 from kafkalite.record.v2 import check_offsets, not_records, open_batch
 
 __all__ = ["DecodedFetch", "decode_records", "scan_batches"]
@@ -85,6 +93,13 @@ def scan_batches(data, position: int) -> tuple[int, int, int]:
     pos = 0
     next_offset = position
     while pos < end:
+        if end - pos > MAGIC_POS and view[pos + MAGIC_POS] < MAGIC:  # a magic 0/1 message
+            size = _length_at(view, pos)
+            if size > end - pos:
+                return next_offset, pos, size
+            next_offset = max(next_offset, I64.unpack_from(view, pos)[0] + 1)
+            pos += size
+            continue
         if end - pos < HEADER_SIZE:
             return next_offset, pos, (_length_at(view, pos) if end - pos >= LOG_OVERHEAD
                                       else HEADER_SIZE)
@@ -120,6 +135,17 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
     partial = 0
     while pos < end:
         remaining = end - pos
+        if remaining > MAGIC_POS and view[pos + MAGIC_POS] < MAGIC:
+            # a magic 0/1 message (or wrapper): a topic of an old message.format.version
+            size = _length_at(view, pos)
+            if size > remaining:
+                partial = size
+                break
+            records, nxt = _legacy_records(view, pos, check_crcs, topic, partition, position)
+            out.extend(records)
+            next_offset = max(next_offset, nxt)
+            pos += size
+            continue
         if remaining < HEADER_SIZE:
             partial = _length_at(view, pos) if remaining >= LOG_OVERHEAD else HEADER_SIZE
             if remaining > MAGIC_POS and view[pos + MAGIC_POS] != MAGIC:
@@ -166,6 +192,18 @@ def decode_records(data, topic: str, partition: int, position: int, check_crcs: 
     if key_deserializer is not None or value_deserializer is not None:
         out = _deserialize(out, key_deserializer, value_deserializer)
     return DecodedFetch(out, next_offset, partial)
+
+
+def _legacy_records(view, pos: int, check_crcs: bool, topic: str, partition: int,
+                    position: int) -> tuple[list, int]:
+    """The records at or after ``position`` of the magic 0/1 entry at ``pos`` and the offset
+    after it (a wrapper counts at its last offset)."""
+    fields = legacy_fields(view, pos, verify_crc=check_crcs)
+    _header, records = read_entry(view, pos)
+    tstype = 1 if fields[F_ATTRIBUTES] & TIMESTAMP_TYPE_BIT else 0
+    return [_new(ConsumerRecord, (topic, partition, r.offset, r.timestamp, tstype, r.key,
+                                  r.value, ()))
+            for r in records if r.offset >= position], fields[F_BASE_OFFSET] + 1
 
 
 def _is_abort_marker(view, pos: int, size: int, base: int, attributes: int) -> bool:

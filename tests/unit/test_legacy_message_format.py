@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 from logtools import START_MS, FakeClock, topic_config
 
+from kafkalite.client.decoder import decode_records, scan_batches
 from kafkalite.config import TOPIC_BY_NAME, TopicConfig
 from kafkalite.config_defs import check_format_version, record_magic
 from kafkalite.config_dynamic import check_value
@@ -226,3 +227,19 @@ def test_scans_cross_read_chunks_between_messages(tmp_path):
     reopened = Log(str(tmp_path / "t-0"), log.config, FakeClock())
     assert reopened.log_end_offset == 400
     assert deep(reopened.read(399, 10**6).records)[0][3] == bytes([399 % 251]) * 77
+
+
+def test_kafkalites_consumer_decodes_magic_0_and_1_messages(tmp_path):
+    for version, magic in (("0.10.2", 1), ("0.9.0", 0)):
+        log = make_log(tmp_path / version, version)
+        log.append(batch(2))
+        log.append(batch(3, "gzip"))
+        data = bytes(log.read(0, 10**6).records)
+        decoded = decode_records(data, "t", 0, 1)
+        assert [(r.offset, r.key, r.timestamp) for r in decoded.records] == [
+            (o, f"k{i}".encode(), TS[i] if magic else -1)
+            for o, i in ((1, 1), (2, 0), (3, 1), (4, 2))]
+        assert decoded.next_offset == 5 and decoded.partial_size == 0
+        assert scan_batches(data, 0) == (5, len(data), 0)
+        wrapper = len(to_legacy([read_batch(batch(3, "gzip"))], magic, 2, None))
+        assert scan_batches(data[:-3], 0) == (2, len(data) - wrapper, wrapper)
