@@ -86,8 +86,13 @@ class ApiDispatcher:
             return spec.handler(self.broker, ctx, request)
         if spec.key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0:
             quota.exempt = True             # a follower: replication quotas, not client ones
-        result = spec.handler(self.broker, ctx, request)
+        try:
+            result = spec.handler(self.broker, ctx, request)
+        except Exception as exc:
+            quota.handler_returned()
+            quota.failed(exc)          # the error answer is throttled too, as Kafka's
+            raise
         quota.handler_returned()
         if isinstance(result, defer.Deferred):
-            return result.addCallback(quota.finish)
+            return result.addCallbacks(quota.finish, quota.failed_later)
         return quota.finish(result)

@@ -275,6 +275,10 @@ class BrokerProtocol(KafkaWireProtocol):
         message = exc.message if isinstance(exc, KafkaError) else f"{type(exc).__name__}: {exc}"
         try:
             response = self.codec.error_response(head, request, code_of(exc), message)
+            # client quotas (quota_throttle): taken off, the exception may be raised again
+            throttle = getattr(exc, "__dict__", {}).pop("throttle_time_ms", 0)
+            if throttle and hasattr(response, "throttle_time_ms"):
+                response.throttle_time_ms = throttle
         except Exception as error:  # noqa: BLE001 - no error response: close, as Kafka does
             log.warning("closing %s connection from %s: %s", self.codec.name, self._peer(),
                         error)

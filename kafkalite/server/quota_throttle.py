@@ -102,6 +102,27 @@ class RequestQuota:
         return throttle
 
     # --- the answer ------------------------------------------------------------------------------
+    def failed(self, exc: BaseException) -> None:
+        """The handler failed: its error answer (built by the pipeline) is throttled for the
+        request quota as Kafka's sendErrorResponseMaybeThrottle; the throttle rides on the
+        exception (``throttle_time_ms``) to the pipeline, which puts it in the answer."""
+        if self.exempt:
+            return
+        throttle = max(self.bandwidth_ms, self.request_throttle_ms())
+        if throttle > 0:
+            mute = getattr(self.connection, "throttle", None)
+            if mute is not None:
+                mute(throttle)
+            try:
+                exc.throttle_time_ms = throttle
+            except AttributeError:            # an exception that takes no attributes
+                pass
+
+    def failed_later(self, failure):
+        """``failed`` as a Deferred's errback (the failure goes on)."""
+        self.failed(failure.value)
+        return failure
+
     def finish(self, response):
         """The answer is ready: its throttle goes into the response and to the connection."""
         if self.exempt:

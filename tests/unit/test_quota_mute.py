@@ -118,3 +118,23 @@ def test_a_followers_fetch_is_exempt():
         answer = _fetch(broker, replica_id=2)
         assert answer.throttle_time_ms == 0 and answer.responses[0].partitions[0].records
     assert broker.replica_manager.params.max_bytes == 50 << 20
+
+
+def test_a_failed_request_is_throttled_too():
+    from kafkalite import errors
+    clock, script, protocol, transport = _connection(
+        {(None, "c"): {"producer_byte_rate": "1000"}})
+
+    def failing_produce(ctx, request):
+        ctx.quota.produce_throttle_ms(PRODUCE_BYTES)
+        raise errors.InvalidRequestError("no")
+
+    script.behaviour[ApiKey.PRODUCE] = failing_produce
+    protocol.dataReceived(native_frame(m.ProduceRequest(acks=1, topic_data={"t": {0: b""}}), 1,
+                                       client_id="c")
+                          + native_frame(m.MetadataRequest(), 2, client_id="c"))
+    [(cid, answer)] = read_native_responses(transport, [ApiKey.PRODUCE])
+    assert answer.responses["t"][0].error_code == errors.InvalidRequestError.code
+    assert answer.throttle_time_ms == 10000 and script.keys_called() == [ApiKey.PRODUCE]
+    clock.advance(10)
+    assert [cid for cid, _ in read_native_responses(transport, [ApiKey.METADATA])] == [2]
