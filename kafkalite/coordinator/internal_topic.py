@@ -28,7 +28,9 @@ from twisted.python.failure import Failure
 from kafkalite import errors
 from kafkalite.controller.assignment import assign_replicas
 from kafkalite.coordinator.partitioner import partition_for as _partition_for
-from kafkalite.record import build_batch, iter_batches
+from kafkalite.record import build_batch
+from kafkalite.record.entries import read_entry
+from kafkalite.record.header import iter_headers
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +165,11 @@ class InternalTopicLog:
             data = log_.read(position, chunk_bytes).records
             if not data:
                 break
-            for header, batch_records in iter_batches(data, verify_crc=False):
+            for pos, header in iter_headers(data, verify_crc=False):
                 if header.next_offset <= position:
                     continue   # a batch before the start position (reads begin at its batch)
+                # (magic 0/1 messages too: a broker's log.message.format.version below 0.11)
+                batch_records = read_entry(data, pos)[1]
                 apply_batch(header, batch_records)
                 position = header.next_offset
                 decoded += len(batch_records)

@@ -548,3 +548,23 @@ def test_transactional_appends_carry_the_producer_and_end_with_the_marker(tmp_pa
     _, offsets, positions, pending = pump(broker.reactor, broker.store.load(0))[0]
     assert offsets == {("g", "t", 0): first, ("g", "t", 1): second} and pending == {}
     assert positions == {("g", "t", 0): 0, ("g", "t", 1): 1}
+
+
+def test_offsets_stored_as_magic_1_messages_load_back(tmp_path):
+    """A broker whose log.message.format.version is below 0.11 stores __consumer_offsets as
+    magic 1 messages (Kafka's group coordinator writes them at the topic's magic); they load."""
+    import dataclasses
+
+    broker = Broker(tmp_path)
+    broker.log_manager.update_config(OFFSETS_TOPIC, dataclasses.replace(
+        broker.topic_config, message_format_version="0.10.2"))
+    broker.become()
+    store = broker.store
+    assert now(store.append(0, [group_record("g1", GROUP),
+                                offset_record("g1", "t", 0, OAM)])) == 0
+    assert now(store.append(0, [offset_record("g1", "t", 0, OAM._replace(offset=7))])) == 0
+    stored = broker.log().read(0, 1 << 20).records
+    assert {h.magic for _p, h in hdr.iter_headers(stored)} == {1}
+    groups, offsets, *_ = pump(broker.reactor, store.load(0))[0]
+    assert groups == {"g1": GROUP}
+    assert offsets == {("g1", "t", 0): OAM._replace(offset=7)}
