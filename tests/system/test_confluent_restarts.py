@@ -29,6 +29,8 @@ from kafka_clients_tools import wait_topic_ready  # noqa: E402
 pytestmark = [pytest.mark.system]
 
 PARTITIONS = 3
+#: the broker's log line once the controller moved its leaderships away
+CONTROLLED_SHUTDOWN_DONE = "controlled shutdown: leadership moved away"
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,12 @@ def _producer(cluster) -> Producer:
                      "enable.idempotence": True, "linger.ms": 5, "log_level": 3})
 
 
+def _controlled_shutdowns(cluster, broker_id: int) -> int:
+    """How many controlled shutdowns the broker's log (kept across restarts) reports."""
+    with open(cluster.brokers[broker_id].log_path, errors="replace") as f:
+        return f.read().count(CONTROLLED_SHUTDOWN_DONE)
+
+
 def _check_read_back(cluster, topic: str, deliveries: Deliveries, produced: list[bytes]) -> None:
     """Each delivered record once, where its report put it, in production order per partition;
     nothing read that was not delivered."""
@@ -84,9 +92,9 @@ def _check_read_back(cluster, topic: str, deliveries: Deliveries, produced: list
 
 
 def test_rolling_restart_under_idempotent_load_loses_and_duplicates_nothing(cluster):
-    """Each broker in turn (the controller last): SIGTERM (controlled shutdown, exit 0), start
-    again, wait until every replica of the topic is back in the ISR, and until the producer got
-    more records through; the producer sends all along."""
+    """Each broker in turn (the controller last): SIGTERM (a controlled shutdown its log reports,
+    exit 0), start again, wait until every replica of the topic is back in the ISR and until the
+    producer got more records through; the producer sends all along."""
     topic = f"rolling-{uuid.uuid4().hex[:8]}"
     create_topic(cluster, topic, PARTITIONS)
     producer = _producer(cluster)
@@ -111,7 +119,10 @@ def test_rolling_restart_under_idempotent_load_loses_and_duplicates_nothing(clus
         controller = cluster.controller_id()
         for broker_id in sorted(cluster.brokers, key=lambda b: (b == controller, b)):
             before = deliveries.count()
+            moved = _controlled_shutdowns(cluster, broker_id)
             assert cluster.terminate(broker_id) == 0, cluster.brokers[broker_id].log_tail()
+            assert _controlled_shutdowns(cluster, broker_id) == moved + 1, \
+                f"broker {broker_id} stopped without a controlled shutdown"
             cluster.restart(broker_id)
             wait_topic_ready(cluster, topic, PARTITIONS, timeout_s=120)
             wait_until(lambda: deliveries.count() >= before + 100, 120,
