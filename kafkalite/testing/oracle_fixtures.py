@@ -30,6 +30,11 @@ SHARED_SETTINGS: dict[str, Any] = {
     "group.initial.rebalance.delay.ms": 0,
     "offsets.topic.num.partitions": 50,
     "delete.topic.enable": "true",
+    # the clusters live the whole session and many scenarios write records with fixed
+    # timestamps years old, which the default 7-day retention deletes at its next check (Kafka
+    # 2.8, and kafkalite, delete even the active segment): no retention check during a run
+    # (Kafka still runs one 30 s after start)
+    "log.retention.check.interval.ms": 3_600_000,
 }
 
 

@@ -46,7 +46,10 @@ def _cluster(request, zookeeper, tmp_path_factory, num_brokers: int, overrides: 
 # LeaderAndIsr stops fetching that partition (replica_fetcher: UNKNOWN_TOPIC_OR_PARTITION ->
 # "waiting for the controller"), so acks=all waits until the ISR shrinks after
 # replica.lag.time.max.ms (30 s by default). A short lag time bounds that stall.
-DEFAULT_OVERRIDES = {"replica.lag.time.max.ms": 5000}
+# the modules' records carry fixed timestamps years old, which the default 7-day retention would
+# delete at a retention check mid-module (Kafka 2.8, and kafkalite since, delete even the active
+# segment): no retention check while a module runs
+DEFAULT_OVERRIDES = {"replica.lag.time.max.ms": 5000, "log.retention.check.interval.ms": 3_600_000}
 
 
 @pytest.fixture(scope="module")
