@@ -6,7 +6,10 @@ then, at once for 20 s (one client run, to keep the suite short):
 
 * a producer with ``producer_byte_rate=1048576`` writes as fast as it can;
 * a consumer with ``consumer_byte_rate=1048576`` reads a topic filled beforehand;
-* a third client, with ``request_percentage=0.01``, sends one small Produce after another.
+* a third client, with ``request_percentage=0.01``, sends one small Produce after another;
+
+then Kafka's Java producer (kafka-producer-perf-test) with the first client id must report
+throttling in its own ``produce-throttle-time-max`` metric.
 
 The consumer must be held at 0.9-1.1 MB/s over the 20 s (the issue's target: the one rate this
 suite asserts; the measured rates are printed), the producer at 0.9-1.25 MB/s (see below), and
@@ -179,3 +182,22 @@ def test_byte_rate_and_request_quotas_hold_a_client_back(system):
     assert 0.9 * RATE <= rates["produce"] <= 1.25 * RATE, (rates, seen)
     assert 0.9 * RATE <= rates["fetch"] <= 1.1 * RATE, (rates, seen)
     assert all(ms > 0 for ms in seen.values()), seen
+
+    # Kafka's Java client is held back too (same client id, so the same rate): 13 MB, more than
+    # the 10 s a quota's rate first allows, are throttled (its own metric says so)
+    perf = run_tool("kafka-producer-perf-test", "--topic", produced, "--num-records", "1300",
+                    "--record-size", "10000", "--throughput", "-1", "--print-metrics",
+                    "--producer-props", f"bootstrap.servers={bootstrap}",
+                    f"client.id={producer_id}", "acks=1")
+    assert perf.returncode == 0, perf.stderr
+    throttle_max = _java_metric(perf.stdout, "producer-metrics:produce-throttle-time-max")
+    print(f"Java producer: produce-throttle-time-max {throttle_max} ms")
+    assert throttle_max > 0, perf.stdout[-2000:]
+
+
+def _java_metric(output: str, name: str) -> float:
+    """A metric's value from ProducerPerformance's --print-metrics table."""
+    for line in output.splitlines():
+        if line.startswith(name + ":{"):                # name:{tags}   : value
+            return float(line.rsplit(":", 1)[1].strip())
+    raise AssertionError(f"no metric {name} in the tool's output:\n{output[-2000:]}")
