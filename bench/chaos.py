@@ -3,12 +3,16 @@ under an acks=all producer and a consumer, with Jepsen-style accounting at the e
 
     python bench/chaos.py --minutes N [--seed S] [--leader-kills 100 --each-other 20]
                           [--kinds K1,K2] [--zk-session-ms 5000] [--no-namespaces] [--keep]
+                          [--clients python|verifiable [--verifiable-throughput 500]]
 
 Cluster: 3 brokers, a topic with 3 partitions, replication factor 3, min.insync.replicas 2;
 tests/system/replication_tools.BackgroundProducer (acks=all) and a consumer run throughout. As
 root every process runs in a network namespace of its own (kafkalite.testing.faults) and broker
 3's log dir is a tmpfs; otherwise, or with ``--no-namespaces``, everything runs on loopback and the
-faults that need cuts (or the tmpfs) are skipped, which the run says.
+faults that need cuts (or the tmpfs) are skipped, which the run says. With ``--clients
+verifiable`` Kafka 2.8.2's own VerifiableProducer (acks=all, its retries=0) and VerifiableConsumer
+(a group, committing after each poll) replace them (chaos_verifiable.py), accounted the same way
+plus "acknowledged but never consumed" and redeliveries. kafkalite only (FaultCluster).
 
 Fault kinds (chaos_faults.py): leader kill -9 (+ restart), leader cut from ZooKeeper, leader cut
 from its followers, zombie controller (SIGSTOP past its session, SIGCONT), full disk (broker 3's
@@ -108,6 +112,11 @@ def main() -> int:
                         help="run on loopback: process faults only")
     parser.add_argument("--recovery-timeout", type=float, default=180)
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, data)")
+    parser.add_argument("--clients", choices=("python", "verifiable"), default="python",
+                        help="python: replication_tools' producer and a kafkalite consumer; "
+                             "verifiable: Kafka 2.8.2's VerifiableProducer/VerifiableConsumer")
+    parser.add_argument("--verifiable-throughput", type=int, default=500,
+                        help="the VerifiableProducer's --throughput (records/s)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
@@ -133,6 +142,7 @@ class Run:
         self.started = time.monotonic()
         self.network = self.ensemble = self.cluster = self.disk = None
         self.producer = self.consumer = None
+        self.marks = []
 
     def say(self, what):
         log.info("[%7.1f s] %s", time.monotonic() - self.started, what)
@@ -180,7 +190,7 @@ class Run:
 
     def run(self) -> bool:
         from chaos_faults import FAULTS, Chaos, ChaosStuck
-        from chaos_history import FaultTiming, timing_table
+        from chaos_history import FaultMark, FaultTiming, timing_table
         from chaos_workload import LiveConsumer, Probes
         from kafkalite.local.cluster import wait_until
         from replication_tools import BackgroundProducer, create_topic
@@ -203,23 +213,36 @@ class Run:
                               f"partition {p} in the metadata")
             replicas[p] = list(meta.replicas)
         self.probes = Probes(TOPIC)
-        self.producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC, pace_every=2).start()
-        self.consumer = LiveConsumer(kafka.bootstrap_servers, TOPIC, PARTITIONS).start()
+        if self.args.clients == "verifiable":
+            from chaos_verifiable import VerifiableConsumer, VerifiableProducer
+
+            self.producer = VerifiableProducer(kafka.bootstrap_servers, TOPIC, self.workdir,
+                                               self.args.verifiable_throughput).start()
+            self.consumer = VerifiableConsumer(kafka.bootstrap_servers, TOPIC, PARTITIONS,
+                                               self.workdir).start()
+        else:
+            self.producer = BackgroundProducer(kafka.bootstrap_servers, TOPIC,
+                                               pace_every=2).start()
+            self.consumer = LiveConsumer(kafka.bootstrap_servers, TOPIC, PARTITIONS).start()
         chaos = Chaos(self.cluster, TOPIC, replicas, rng, self.probes, self.producer,
                       self.disk, self.args.recovery_timeout)
         self.chaos = chaos
         chaos.recover(time.monotonic())
         chaos.producer_going_on(200)
+        # a JVM consumer joins its group seconds after the producer starts: faults wait for it
+        chaos.wait(lambda: self.consumer.count() > 0, 180, "the consumer's first records")
         self.say(f"cluster up, topic {TOPIC} ({PARTITIONS} partitions, rf 3, "
-                 f"min.insync.replicas 2), producer and consumer running")
+                 f"min.insync.replicas 2), {self.args.clients} producer and consumer running")
 
         timings, stuck = [], None
+        self.marks = [FaultMark("before the faults", {})]
         deadline = self.started + self.args.minutes * 60
         for number, kind in enumerate(kinds, 1):
             if time.monotonic() > deadline:
                 self.say(f"time is up after {number - 1} of {len(kinds)} faults")
                 break
             before = self.producer.acked_count()
+            self.marks.append(FaultMark(f"#{number} {kind}", self.client_counters()))
             began = time.monotonic()
             try:
                 result = FAULTS[kind][0](chaos)
@@ -235,9 +258,10 @@ class Run:
                      f"{failover:>8}  recovery {result.recovery_s:6.2f} s  "
                      f"({time.monotonic() - began:5.1f} s in all)  acked "
                      f"{self.producer.acked_count()} (+{self.producer.acked_count() - before})"
-                     f"  consumed {self.consumer.count()}  {result.note}"
+                     f"  consumed {self.consumer.count()}{self.client_progress()}  {result.note}"
                      f"  [~{pace * (len(kinds) - number) / 60:.0f} min left]")
 
+        self.marks.append(FaultMark("after the faults, accounting", self.client_counters()))
         done = {}
         for timing in timings:
             done[timing.kind] = done.get(timing.kind, 0) + 1
@@ -248,6 +272,23 @@ class Run:
             self.report_stuck(*stuck)
         result = self.account()
         return result.failed or stuck is not None
+
+    def client_counters(self) -> dict[str, int]:
+        """The clients' cumulative counts, for the per-fault table."""
+        counters = {"acked": self.producer.acked_count(), "consumed": self.consumer.count()}
+        if self.args.clients == "verifiable":
+            counters.update({"send errors": self.producer.events.failed,
+                             "redelivered": self.consumer.events.redelivered,
+                             "rebalances": self.consumer.events.assignments})
+        else:
+            counters["failed sends"] = sum(self.producer.failure_kinds().values())
+        return counters
+
+    def client_progress(self) -> str:
+        """The verifiable clients' running counts (send errors, redeliveries, rebalances)."""
+        if self.args.clients != "verifiable":
+            return ""
+        return f" ({self.producer.progress()}; {self.consumer.progress()})"
 
     def report_stuck(self, number, kind, exc):
         path = os.path.join(self.workdir, "stuck.txt")
@@ -261,7 +302,8 @@ class Run:
 
     def account(self):
         from chaos_faults import ChaosStuck
-        from chaos_history import account, accounting_table, consumer_mismatches
+        from chaos_history import (account, accounting_table, consumer_mismatches,
+                                   per_fault_table)
         from chaos_workload import end_offsets, read_back
         from replication_tools import replica_divergence
 
@@ -278,11 +320,14 @@ class Run:
         self.producer.stop()
         failures = dict(self.producer.failure_kinds())
         self.say(f"producer stopped: sent {self.producer.sent}, acknowledged "
-                 f"{len(self.producer.acknowledged)}, failed sends {failures}")
+                 f"{self.producer.acked_count()}, failed sends {failures}")
         acked_ends = {}
-        for _k, _s, p, o in self.producer.acknowledged:
+        verifiable = self.args.clients == "verifiable"
+        python_acked = [] if verifiable else self.producer.acknowledged
+        acked_values = self.producer.acknowledged_values if verifiable else []
+        for _k, _s, p, o in python_acked:
             acked_ends[p] = max(acked_ends.get(p, 0), o + 1)
-        for _v, p, o in self.probes.acknowledged:
+        for _v, p, o in [*self.probes.acknowledged, *acked_values]:
             acked_ends[p] = max(acked_ends.get(p, 0), o + 1)
         try:
             ends = chaos.wait(lambda: (lambda e: e if all(e[p] >= acked_ends.get(p, 0)
@@ -297,11 +342,18 @@ class Run:
                        300, "the live consumer to read up to the high watermarks")
         except ChaosStuck as exc:
             self.say(f"{exc} (it read {self.consumer.next_offsets()} of {ends})")
+        final = self.client_counters()
         self.consumer.stop()
         reads = read_back(kafka.bootstrap_servers, TOPIC, PARTITIONS, ends)
-        result = account(self.producer.acknowledged, self.probes.acknowledged, reads)
-        live = {p: {o: v for o, v in r.items() if o < ends[p]}
-                for p, r in self.consumer.reads.items()}
+        if verifiable:
+            from chaos_verifiable import verifiable_sequence
+
+            result = account([], self.probes.acknowledged, reads, acked_values=acked_values,
+                             sequence_of=verifiable_sequence)
+        else:
+            result = account(python_acked, self.probes.acknowledged, reads)
+        live_reads = self.consumer.reads
+        live = {p: {o: v for o, v in r.items() if o < ends[p]} for p, r in live_reads.items()}
         result.consumer_mismatches = consumer_mismatches(live, reads)
         self.say(f"read back {result.read} records below the high watermarks {ends}; "
                  f"stopping the brokers to compare their logs at rest")
@@ -312,15 +364,46 @@ class Run:
             result.divergent += [f"partition {partition} {problem}"
                                  for problem in replica_divergence(dirs, mark)]
         print()
+        if verifiable:
+            self.verifiable_table(acked_values, live_reads, result)
         print(accounting_table(result))
+        acked_order = acked_values or [(b"%s:%d" % (k, s), p, o) for k, s, p, o in python_acked]
+        attributed = {"lost": [(v, p, o) for p, o, v in result.lost],
+                      "misplaced": [(v, p, o) for p, o, v, _f in result.misplaced]}
+        if result.not_consumed is not None:
+            attributed["never consumed"] = result.not_consumed
+        print("\nper fault (each owns what happened from its start to the next one's):")
+        print(per_fault_table(self.marks, final, acked_order, attributed))
         for name, items in (("lost", result.lost), ("misplaced", result.misplaced),
                             ("divergent", result.divergent),
                             ("out of order", result.out_of_order),
-                            ("live consumer mismatches", result.consumer_mismatches)):
+                            ("live consumer mismatches", result.consumer_mismatches),
+                            ("acknowledged, never consumed", result.not_consumed or [])):
             for item in items[:10]:
                 print(f"  {name}: {item}")
         print(f"\nseed {self.seed}; {'FAILED' if result.failed else 'OK'}")
         return result
+
+    def verifiable_table(self, acked_values, live_reads, result) -> None:
+        """What Kafka's system tests check of the verifiable clients beside the log: every
+        acknowledged record consumed; redeliveries, rebalances and failed sends counted."""
+        from chaos_verifiable import unconsumed
+
+        produced, consumed = self.producer.events, self.consumer.events
+        result.not_consumed = unconsumed(acked_values, live_reads)
+        result.consumer_mismatches += [(p, o, f"{a!r} then {b!r}")
+                                       for p, o, a, b in consumed.conflicts]
+        rows = [("VerifiableProducer acknowledged / failed sends",
+                 f"{len(produced.acknowledged)} / {produced.failed} {dict(produced.errors)}"),
+                ("  its own tool_data at shutdown", produced.tool_data or "-"),
+                ("VerifiableConsumer consumed (distinct offsets)", consumed.count()),
+                ("  redelivered (at-least-once, counted)", consumed.redelivered),
+                ("  one offset, two values", len(consumed.conflicts)),
+                ("  rebalances / failed commits / restarts",
+                 f"{consumed.assignments} / {consumed.commit_failures} / {self.consumer.restarts}"),
+                ("  committed offsets at the end", dict(sorted(consumed.committed.items())))]
+        width = max(len(name) for name, _ in rows)
+        print("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
 
     def teardown(self):
         for part in (self.producer, self.consumer):

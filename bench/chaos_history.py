@@ -1,9 +1,10 @@
 """The accounting of bench/chaos.py, pure (no I/O): what a history of acknowledged writes and a
 final read of the log say, and the per-fault timing table.
 
-Values are the BackgroundProducer's ``b"key-K:SEQ"`` (tests/system/replication_tools.py) and the
-chaos probes' ``b"probe-N"``. ``reads`` is ``{partition: {offset: value}}``, everything read back
-below the high watermarks after the faults were healed.
+Values are the BackgroundProducer's ``b"key-K:SEQ"`` (tests/system/replication_tools.py), or
+Kafka's VerifiableProducer's ``b"SEQ"`` (chaos_verifiable.py, given as ``acked_values`` with its
+own ``sequence_of``), and the chaos probes' ``b"probe-N"``. ``reads`` is ``{partition: {offset:
+value}}``, everything read back below the high watermarks after the faults were healed.
 
 - lost: acknowledged, and its value is nowhere in ``reads``;
 - misplaced: acknowledged, read back, but not at the offset its acknowledgement named;
@@ -18,7 +19,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 
 def producer_sequence(value: bytes | None) -> int | None:
@@ -38,18 +39,25 @@ class Accounting:
     out_of_order: list = field(default_factory=list)  # (partition, offset, sequence, after)
     divergent: list = field(default_factory=list)     # descriptions from the replica comparison
     consumer_mismatches: list = field(default_factory=list)   # (partition, offset, live, final)
+    not_consumed: list | None = None  # acknowledged, never consumed (checked: verifiable clients)
 
     @property
     def failed(self) -> bool:
         """What makes the run fail: lost, misplaced or divergent records, or a live consumer
         that read something the log does not hold (order and duplicates are reported)."""
-        return bool(self.lost or self.misplaced or self.divergent or self.consumer_mismatches)
+        return bool(self.lost or self.misplaced or self.divergent or self.consumer_mismatches
+                    or self.not_consumed)
 
 
 def account(acknowledged: Iterable[tuple], probes: Iterable[tuple],
-            reads: Mapping[int, Mapping[int, bytes]]) -> Accounting:
+            reads: Mapping[int, Mapping[int, bytes]], *, acked_values: Iterable[tuple] = (),
+            sequence_of: Callable[[bytes | None], int | None] = producer_sequence
+            ) -> Accounting:
     """``acknowledged``: the producer's (key, sequence, partition, offset); ``probes``:
-    (value, partition, offset) of probe writes a broker acknowledged."""
+    (value, partition, offset) of probe writes a broker acknowledged; ``acked_values``: records
+    of a producer that names them by value (Kafka's VerifiableProducer), (value, partition,
+    offset), counted as acknowledged; ``sequence_of``: a stored value's producer sequence (None
+    for a probe), for the duplicate and order checks."""
     result = Accounting()
     where = defaultdict(list)                # value -> [(partition, offset)]
     for partition, records in reads.items():
@@ -69,6 +77,9 @@ def account(acknowledged: Iterable[tuple], probes: Iterable[tuple],
     for key, sequence, partition, offset in acknowledged:
         result.acknowledged += 1
         check(b"%s:%d" % (key, sequence), partition, offset)
+    for value, partition, offset in acked_values:
+        result.acknowledged += 1
+        check(value, partition, offset)
     for value, partition, offset in probes:
         result.probes += 1
         check(value, partition, offset)
@@ -76,7 +87,7 @@ def account(acknowledged: Iterable[tuple], probes: Iterable[tuple],
     for partition, records in sorted(reads.items()):
         seen, newest = set(), -1
         for offset in sorted(records):
-            sequence = producer_sequence(records[offset])
+            sequence = sequence_of(records[offset])
             if sequence is None:
                 continue
             if sequence in seen:
@@ -145,5 +156,52 @@ def accounting_table(result: Accounting) -> str:
             ("divergent (replicas differ below the HW)", len(result.divergent)),
             ("out of order", len(result.out_of_order)),
             ("live consumer read a record not in the log", len(result.consumer_mismatches))]
+    if result.not_consumed is not None:
+        rows.append(("acknowledged, never consumed by the consumer", len(result.not_consumed)))
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+# --- per fault ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FaultMark:
+    """Where a window of the run starts: ``label`` ("#3 leader-kill", "before the faults") and
+    the clients' cumulative ``counters`` then ({"acked": n, "send errors": n, ...})."""
+    label: str
+    counters: Mapping[str, int]
+
+
+def per_fault_table(marks: list[FaultMark], final: Mapping[str, int],
+                    acked_order: list[tuple], attributed: Mapping[str, Iterable[tuple]]) -> str:
+    """One row per window (a fault owns everything from its start to the next one's): each
+    counter's increase in it, and how many of each ``attributed`` list's records were
+    acknowledged in it. ``acked_order``: the acknowledged records as (value, partition, offset)
+    in acknowledgement order (the order of ``counters["acked"]``); ``attributed``: {column:
+    [(value, partition, offset)]} (probes and anything else not in ``acked_order`` go to a row
+    of their own)."""
+    import bisect
+
+    starts = [mark.counters.get("acked", 0) for mark in marks]
+    index = {record: i for i, record in enumerate(acked_order)}
+    columns = list(dict.fromkeys(k for m in (*[mk.counters for mk in marks], final) for k in m))
+    counts = {name: [0] * (len(marks) + 1) for name in attributed}
+    for name, records in attributed.items():
+        for record in records:
+            i = index.get(record)
+            row = len(marks) if i is None else max(bisect.bisect_right(starts, i) - 1, 0)
+            counts[name][row] += 1
+    header = [f"{'window':<32}", *(f"{c:>12}" for c in columns),
+              *(f"{a:>14}" for a in attributed)]
+    lines = [" ".join(header), "-" * len(" ".join(header))]
+    for row, mark in enumerate(marks):
+        after = marks[row + 1].counters if row + 1 < len(marks) else final
+        cells = [f"{mark.label:<32}",
+                 *(f"{after.get(c, 0) - mark.counters.get(c, 0):>12}" for c in columns),
+                 *(f"{counts[a][row]:>14}" for a in attributed)]
+        lines.append(" ".join(cells))
+    if any(counts[a][len(marks)] for a in attributed):
+        lines.append(" ".join([f"{'(probes, not the producer)':<32}",
+                               *(f"{'':>12}" for _c in columns),
+                               *(f"{counts[a][len(marks)]:>14}" for a in attributed)]))
+    return "\n".join(lines)
