@@ -14,6 +14,9 @@ controller requests ZooKeeper does not back, and ``--cases`` mutated frames, eac
 of its own. It prints cases/s, outcome counts per protocol and kind, and the invariants (see the
 session module). Exit status 1 when an invariant broke (the broker logs are kept then).
 
+Each run takes a fresh seed and prints it first; ``--seed N`` replays one (the same choices in
+the same order; see protocol_fuzz_session.fresh_seed for what a replay can and cannot repeat).
+
 ``--leave-out-known-bug`` leaves out the cases that trigger a broker bug the fuzz already found
 (tests/system/native_fuzz_cases.py KNOWN_BUGS), so a long run still says something about
 everything else while that bug is open; the cases left out are counted and printed.
@@ -37,7 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "system"))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=20000)
-    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="replay this seed (default: a fresh one, printed)")
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--wait", type=float, default=0.5,
                         help="seconds a case waits for a broker that neither answers nor closes")
@@ -54,8 +58,12 @@ def main() -> int:
     import logging
 
     from native_fuzz_cases import KNOWN_BUGS
-    from protocol_fuzz_session import CLUSTER_OVERRIDES, run_session
+    from protocol_fuzz_session import CLUSTER_OVERRIDES, fresh_seed, run_session
 
+    if args.seed is None:
+        args.seed = fresh_seed()
+    print(f"seed {args.seed} (replay: python bench/protocol_fuzz.py --cases {args.cases} "
+          f"--seed {args.seed})", flush=True)
     unknown = set(args.leave_out_known_bug) - set(KNOWN_BUGS)
     if unknown:
         parser.error(f"unknown bug(s) {sorted(unknown)}; known: {sorted(KNOWN_BUGS)}")

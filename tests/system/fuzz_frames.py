@@ -3,9 +3,9 @@
 
 A case is bytes written on a fresh connection. What the broker makes of them is decided the way
 the broker decides it (kafkalite/server/network.py; docs/architecture.md, 3. The request
-pipeline): the stream is cut into Int32-length frames; a length that is negative or above ``socket.request.max.bytes`` ends the
-connection; the first frame's first byte picks the protocol (0x00 Kafka, a msgpack array header
-native, anything else: closed).
+pipeline): the stream is cut into Int32-length frames; a length that is negative or above
+``socket.request.max.bytes`` ends the connection; the first frame's first byte picks the
+protocol (0x00 Kafka, a msgpack array header native, anything else: closed).
 """
 
 from __future__ import annotations
@@ -44,6 +44,19 @@ def complete_frames(data: bytes) -> list[bytes]:
         frames.append(data[pos + 4:pos + 4 + length])
         pos += 4 + length
     return frames
+
+
+def bad_framing(data: bytes) -> bool:
+    """Whether ``data`` holds a length prefix the broker cannot read past (negative or above
+    ``socket.request.max.bytes``): malformed at the framing level, so a close is right, and
+    may come before the frames ahead of it are answered."""
+    pos = 0
+    while len(data) - pos >= 4:
+        (length,) = struct.unpack_from(">i", data, pos)
+        if length < 0 or length > MAX_FRAME_BYTES:
+            return True
+        pos += 4 + length
+    return False
 
 
 def sniff(first_payload: bytes) -> str | None:

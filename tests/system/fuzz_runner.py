@@ -4,9 +4,13 @@ bench/protocol_fuzz.py; no test functions here).
 Cases are made in chunks, Kafka and native interleaved (``native_share`` of them native), each
 chunk against the controller view ZooKeeper holds when it is made, and sent ``workers`` at a
 time, each on a connection of its own, to the broker it is meant for (else round-robin). Cases
-that must not be sent are counted, not sent (see kafka_fuzz_tools.heavy_cases and
+that must not be sent are counted, not sent (fuzz_kio's resource-heavy requests and
 native_fuzz_cases.left_out). Each exchange is judged by the protocol the broker will see
-(fuzz_frames.sniff), whatever generator made the bytes.
+(fuzz_frames.sniff), whatever generator made the bytes: a Kafka connection by what kio makes of
+each frame (fuzz_kio), a native one by its envelopes (native_fuzz_cases). A closed connection is
+a problem when an answer the broker owed is missing (to a well-formed request ahead of any
+frame the protocol closes on), unless the case was malformed at the framing level (a length
+prefix no broker reads, a first frame of no protocol).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fuzz_frames import KAFKA, NATIVE, complete_frames, exchange, sniff
-from kafka_fuzz_tools import check_kafka, heavy_cases, make_case
+from fuzz_frames import KAFKA, NATIVE, bad_framing, complete_frames, exchange, sniff
+from fuzz_kio import Expectation, classify, expect
+from kafka_fuzz_tools import api_ranges, check_kafka, make_case
 from native_fuzz_cases import (check_native, context_ints, expected_answers, left_out,
                                make_native_case)
 from native_fuzz_seeds import ControllerView, Seed
@@ -97,24 +102,44 @@ class FuzzReport:
         return "\n".join(lines)
 
 
-def judge(data: bytes, frames: list[bytes], leftover: int) -> str | None:
-    """What is wrong with the broker's answer to ``data``, or None."""
+def judge(data: bytes, frames: list[bytes], leftover: int, result: str = "answered",
+          kafka: Expectation | None = None) -> str | None:
+    """What is wrong with the broker's answer to ``data`` (``result``: how the exchange ended,
+    fuzz_frames.Exchange), or None. ``kafka``: the expectation for a Kafka connection (fuzz_kio;
+    required when the first frame is Kafka's)."""
     if leftover:
         return f"{leftover} bytes of an incomplete response frame"
-    if not frames:
-        return None
     sent = complete_frames(data)
     protocol = sniff(sent[0]) if sent else None
     if protocol is None:
-        return (f"{len(frames)} answer(s) to a connection whose first frame is "
-                f"{'missing' if not sent else 'neither Kafka nor native'}")
+        if frames:
+            return (f"{len(frames)} answer(s) to a connection whose first frame is "
+                    f"{'missing' if not sent else 'neither Kafka nor native'}")
+        return None
     if protocol == KAFKA:
-        return check_kafka(sent, frames)
-    return check_native(sent, frames)
+        problem = check_kafka(kafka, frames)
+        owed = len(kafka.answers)          # up to the first frame Kafka closes on
+    else:
+        problem = check_native(sent, frames)
+        owed = len(expected_answers(sent))  # up to the first unreadable envelope
+    if problem:
+        return problem
+    # one request at a time (as Kafka's muted channel): the answers ahead of a frame the broker
+    # closes on are sent before it reads that frame; a length prefix it cannot read may close
+    # the connection as soon as it arrives
+    if result == "closed" and len(frames) < owed and not bad_framing(data):
+        return (f"the connection was closed after {len(frames)} of the {owed} answers owed to "
+                f"well-formed {protocol} requests")
+    return None
 
 
-def _answers_expected(data: bytes) -> int:
+def _answers_expected(data: bytes, kafka: Expectation | None) -> int:
+    """How many answers to read before the exchange may stop (0: until closed or silent)."""
     sent = complete_frames(data)
+    if kafka is not None:
+        if kafka.unjudged:
+            return len(sent)
+        return len(kafka.answers) + (1 if kafka.close_allowed else 0)
     if sent and sniff(sent[0]) == NATIVE:
         return len(expected_answers(sent))
     return len(sent)
@@ -135,19 +160,21 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
     rnd = random.Random(seed)
     report = FuzzReport()
     broker_ids = sorted(ports)
+    ranges = api_ranges(ports[broker_ids[0]])
     lock = threading.Lock()
     start = time.monotonic()
 
     def one(item):
-        broker_id, case = item
+        broker_id, case, kafka = item
         try:
-            ex = exchange(ports[broker_id], case.data, _answers_expected(case.data), wait_s)
+            ex = exchange(ports[broker_id], case.data, _answers_expected(case.data, kafka),
+                          wait_s)
         except OSError as exc:
             with lock:
                 report.errors.append((case.protocol, case.kind, broker_id,
                                       f"{type(exc).__name__}: {exc}"))
             return
-        problem = judge(case.data, ex.frames, ex.leftover)
+        problem = judge(case.data, ex.frames, ex.leftover, ex.result, kafka)
         with lock:
             report.cases += 1
             report.outcomes[(case.protocol, family(case.kind), ex.result)] += 1
@@ -165,14 +192,24 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
         batch = [make_native_case(rnd, native_seeds, ints, probes)
                  if rnd.random() < native_share else make_case(rnd, kafka_seeds)
                  for _ in range(size)]
-        heavy, problem = heavy_cases(batch)
+        kafka_frames = {}
+        for i, case in enumerate(batch):
+            sent = complete_frames(case.data)
+            if sent and sniff(sent[0]) == KAFKA:
+                kafka_frames[i] = sent
+        flat = [payload for sent in kafka_frames.values() for payload in sent]
+        verdicts = iter(classify(flat, ranges) if flat else [])
+        kafka = {i: [next(verdicts) for _ in sent] for i, sent in kafka_frames.items()}
         left = collections.Counter()
         planned = []
         for i, case in enumerate(batch):
             broker_id = (case.broker_id if case.broker_id is not None
                          else broker_ids[(offset + i) % len(broker_ids)])
-            if i in heavy:
-                left[(case.protocol, "resource-heavy")] += 1
+            if i in kafka:
+                if any(v.heavy for v in kafka[i]):
+                    left[(case.protocol, "resource-heavy")] += 1
+                    continue
+                planned.append((broker_id, case, expect(kafka[i])))
                 continue
             sent = complete_frames(case.data)
             if sent and sniff(sent[0]) == NATIVE:
@@ -180,22 +217,19 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
                 if reason:
                     left[(case.protocol, reason)] += 1
                     continue
-            planned.append((broker_id, case))
-        return view, planned, left, problem
+            planned.append((broker_id, case, None))
+        return view, planned, left
 
     with ThreadPoolExecutor(max_workers=workers) as pool, \
             ThreadPoolExecutor(max_workers=1) as planner:
         made = min(chunk, cases)
         pending = planner.submit(prepare, made, 0) if made else None
         while pending is not None:
-            view, planned, left, problem = pending.result()
+            view, planned, left = pending.result()
             if time_budget_s is not None and time.monotonic() - start > time_budget_s:
                 break
             report.views.append(view)
             report.left_out.update(left)
-            if problem:
-                report.problem_count += 1
-                report.problems.append(Problem("kafka", "classification", -1, "", problem, b""))
             size = min(chunk, cases - made)
             pending = planner.submit(prepare, size, made) if size else None
             made += size

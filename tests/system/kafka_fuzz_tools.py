@@ -8,29 +8,24 @@ DescribeConfigs, DescribeCluster, and the writing admin APIs made harmless (Crea
 CreatePartitions and the two AlterConfigs with validate_only, DeleteRecords of the fuzz topic,
 DeleteTopics of a topic that does not exist), in flexible and older versions. Each case mutates
 them (bit flips, byte sets, truncations, lying or huge length prefixes, extreme int32s and
-varints, unknown API keys and versions, splices, insertions, deletions, pipelining). The broker
-may answer, close, or wait for bytes that never come; it must never die, answer with a frame that
-does not decode, or answer with another request's correlation id.
+varints, unknown API keys and versions, splices, insertions, deletions, pipelining). What the
+broker owes each case is decided by kio's own readers (fuzz_kio), not by the broker's codec: an
+answer to each frame Kafka parses, in order, with its correlation id, decoding (kio) as its API's
+response; a close only at a frame Kafka closes on. It must never die.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import time
+from functools import lru_cache
 
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.kafka import codec
-from kafkalite.server.api_table import kafka_ranges
 
-from fuzz_frames import KAFKA, Case, complete_frames, frame, sniff
-
-#: a valid CreateTopics asking for more partitions than this is a resource question, not malformed
-#: input: kafkalite builds the replica assignment of every partition on the broker's reactor
-#: thread, even for validate_only (2**30 partitions stall the broker for good), so the fuzz leaves
-#: such cases out and counts them (see ``resource_heavy``)
-MAX_PARTITIONS_ASKED = 100
+from fuzz_frames import KAFKA, Case, frame
+from fuzz_kio import Expectation
 
 
 # --- seeds ---------------------------------------------------------------------------------------
@@ -221,108 +216,57 @@ def make_case(rnd: random.Random, seeds: dict[str, bytes]) -> Case:
     return Case(KAFKA, kind, frame(bad), seed=name)
 
 
-def resource_heavy(payload: bytes) -> bool:
-    """A request that decodes and asks the broker to assign an absurd number of partitions."""
-    try:
-        header, body = codec.decode_request(payload)
-    except Exception:       # noqa: BLE001 - not decodable: the broker refuses it cheaply
-        return False
-    if header.api_key == ApiKey.CREATE_TOPICS:
-        for topic in body.topics or ():
-            if topic.num_partitions > MAX_PARTITIONS_ASKED or (
-                    len(topic.assignments or ()) > MAX_PARTITIONS_ASKED):
-                return True
-    if header.api_key == 37:   # CreatePartitions
-        return any(topic.count > MAX_PARTITIONS_ASKED for topic in body.topics or ())
-    return False
-
-
-IMPORT_ATTEMPTS = 5
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_CLASSIFY = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from kafka_fuzz_tools import resource_heavy
-print("ready", flush=True)
-for index, line in enumerate(sys.stdin):
-    if resource_heavy(bytes.fromhex(line.strip())):
-        print(index, flush=True)
-"""
-
-
-def heavy_cases(cases: list[Case]) -> tuple[set[int], str | None]:
-    """Indices of the cases holding a resource-heavy request, and a problem if classifying them
-    killed the process doing it. The decoding runs in a child process: it is the broker's own
-    Kafka codec, and a codec bug that aborts the interpreter must show up as a finding, not
-    take the fuzzer down with it."""
-    import subprocess
-    import sys
-
-    candidates = []
-    for i, case in enumerate(cases):
-        sent = complete_frames(case.data)
-        if sent and sniff(sent[0]) == KAFKA:      # CreateTopics, CreatePartitions
-            candidates += [(i, payload) for payload in sent
-                           if payload[:2] in (b"\x00\x13", b"\x00\x25")]
-    if not candidates:
-        return set(), None
-    for attempt in range(IMPORT_ATTEMPTS):
-        child = subprocess.run([sys.executable, "-c", _CLASSIFY, os.path.dirname(__file__)],
-                               input="".join(p.hex() + "\n" for _, p in candidates),
-                               capture_output=True, text=True, timeout=300, cwd=_REPO)
-        lines = child.stdout.split()
-        if lines[:1] == ["ready"]:
-            break
-        # kafkalite itself did not import (the working tree caught mid-edit?): not a finding
-        time.sleep(1 + attempt)
-    else:
-        raise RuntimeError(f"the classifying child could not import kafkalite: "
-                           f"{child.stderr.strip()[-500:]}")
-    found = {candidates[int(line)][0] for line in lines[1:]}
-    if child.returncode != 0:
-        # leave out every admin case that could not be classified
-        return {i for i, _ in candidates}, (
-            f"decoding the fuzz frames with kafkalite's Kafka codec killed a Python process "
-            f"(exit {child.returncode}): {child.stderr.strip()[-300:]}")
-    return found, None
-
-
 # --- what a right answer is ----------------------------------------------------------------------
 
-def check_kafka(sent: list[bytes], frames: list[bytes]) -> str | None:
-    """Responses come in request order; a request may go unanswered (acks=0) but never twice."""
-    index = 0
-    for response in frames:
+def check_kafka(expected: Expectation, frames: list[bytes]) -> str | None:
+    """The answers against what Kafka would send (fuzz_kio.expect, from kio's reading of each
+    frame): in request order, each with its request's correlation id, each decoding (kio) as
+    its API's response; nothing answered that Kafka closes on."""
+    for i, response in enumerate(frames):
+        if i >= len(expected.answers):
+            if expected.unjudged:
+                return None
+            return (f"answer {i + 1} to a connection whose frames Kafka answers "
+                    f"{len(expected.answers)} times (then it closes)")
+        want = expected.answers[i]
         if len(response) < 4:
             return f"a {len(response)}-byte response"
-        (cid,) = struct.unpack_from(">i", response)
-        while index < len(sent) and (
-                len(sent[index]) < 8 or codec.peek_header(sent[index])[2] != cid):
-            index += 1
-        if index == len(sent):
-            return f"a response with correlation id {cid} matches no request, in order"
-        problem = _check_response(sent[index], response)
+        (got,) = struct.unpack_from(">i", response)
+        name = ApiKey.name_of(want.api_key)
+        if got != want.correlation_id:
+            return (f"correlation id {got} answers {name} v{want.version} with "
+                    f"{want.correlation_id} (out of order or made up)")
+        problem = _decodes(want.api_key, want.version, response)
         if problem:
-            return problem
-        index += 1
+            return f"{name} v{want.version} response does not decode (kio): {problem}"
     return None
 
 
-def _check_response(request_payload: bytes, response: bytes) -> str | None:
-    api_key, version, correlation_id = codec.peek_header(request_payload)
-    (got,) = struct.unpack_from(">i", response)
-    if got != correlation_id:
-        return f"correlation id {got} answers a request with {correlation_id}"
-    bounds = kafka_ranges().get(api_key)
-    if bounds is None or not bounds[0] <= version <= bounds[1]:
-        if api_key != ApiKey.API_VERSIONS:
-            return f"an answer to unsupported {ApiKey.name_of(api_key)} v{version}"
-        version = 0          # ApiVersions' answer to an unknown version is v0
+@lru_cache(maxsize=None)
+def _response_reader(api_key: int, version: int):
+    from kio.index import load_response_schema
+    from kio.schema.response_header.v0.header import ResponseHeader as V0
+    from kio.schema.response_header.v1.header import ResponseHeader as V1
+    from kio.serial import entity_reader
+
     try:
-        codec.decode_response(api_key, version, response)
+        cls = load_response_schema(api_key, version)
+    except Exception:  # noqa: BLE001 - kio has no schema (Fetch v0-v3)
+        return None
+    header = V0 if api_key == ApiKey.API_VERSIONS or not cls.__flexible__ else V1
+    return entity_reader(header), entity_reader(cls)
+
+
+def _decodes(api_key: int, version: int, payload: bytes) -> str | None:
+    readers = _response_reader(api_key, version)
+    if readers is None:
+        return None
+    view = memoryview(payload)
+    try:
+        _, offset = readers[0](view, 0)
+        readers[1](view, offset)
     except Exception as exc:  # noqa: BLE001
-        return (f"{ApiKey.name_of(api_key)} v{version} response does not decode: "
-                f"{type(exc).__name__}: {exc}")
+        return f"{type(exc).__name__}: {exc}"
     return None
 
 
@@ -334,5 +278,29 @@ def metadata_request(correlation_id: int = 99) -> bytes:
 
 
 def metadata_response(payload: bytes):
-    """(correlation id, body) of a Kafka Metadata v11 response frame payload."""
-    return codec.decode_response(3, 11, payload)
+    """(correlation id, body) of a Kafka Metadata v11 response frame payload, read by kio."""
+    header_reader, body_reader = _response_reader(3, 11)
+    view = memoryview(payload)
+    header, offset = header_reader(view, 0)
+    body, _ = body_reader(view, offset)
+    return header.correlation_id, body
+
+
+def api_ranges(port: int, timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
+    """{api key: (min, max version)} as the broker on ``port`` announces them in its ApiVersions
+    v0 answer (read by kio): the versions Kafka's rule says it serves, the rest it closes on."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        sock.sendall(frame(codec.encode_request(18, 0, 77, "probe", {})))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("closed before answering ApiVersions")
+            data += chunk
+    header_reader, body_reader = _response_reader(18, 0)
+    view = memoryview(data[4:])
+    _, offset = header_reader(view, 0)
+    body, _ = body_reader(view, offset)
+    return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}

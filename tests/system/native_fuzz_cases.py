@@ -32,7 +32,7 @@ from kafkalite.protocol.envelope import (decode_request_envelope, decode_respons
 from kafkalite.protocol.messages import RequestErrorResponse
 
 from fuzz_frames import NATIVE, Case, complete_frames, frame, sniff
-from kafka_fuzz_tools import MAX_PARTITIONS_ASKED
+from fuzz_kio import MAX_PARTITIONS_ASKED
 from native_fuzz_seeds import ControllerView, Seed
 
 EDGE_INTS = [0, 1, 2, 3, -1, -2, 99, 127, 128, 255, 256, 32767, 32768, -32768, -32769,
@@ -268,7 +268,7 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
       registered epoch sent to the controller: indistinguishable from the real thing, so obeying
       it is right (a mutation of a near-miss seed can land on it);
     - "resource-heavy": a CreateTopics or CreatePartitions asking for more than
-      MAX_PARTITIONS_ASKED partitions (see kafka_fuzz_tools);
+      MAX_PARTITIONS_ASKED partitions (see fuzz_kio);
     - "aimed at a live topic": a DESTRUCTIVE request naming a ``protected`` topic (a legitimate
       request that deletes the live clients' records)."""
     for payload in case_frames:
@@ -323,6 +323,16 @@ def expected_answers(sent: list[bytes]) -> list[tuple]:
         if request.expects_response():
             expected.append((header, request))
     return expected
+
+
+def envelope_unreadable(sent: list[bytes]) -> bool:
+    """Whether a frame's envelope cannot be read: the broker closes the connection there."""
+    for payload in sent:
+        try:
+            decode_request_envelope(payload)
+        except InvalidRequestError:
+            return True
+    return False
 
 
 def check_native(sent: list[bytes], frames: list[bytes]) -> str | None:

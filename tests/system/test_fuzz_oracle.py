@@ -1,5 +1,6 @@
 """The protocol fuzz's judge (fuzz_runner.judge) on hand-made exchanges: a fuzz whose judge let
-everything through would assert nothing. Pure: no sockets, no brokers."""
+everything through would assert nothing. No sockets, no brokers (kio reads Kafka frames in a
+child process, as in the fuzz)."""
 
 import random
 import struct
@@ -11,6 +12,7 @@ from kafkalite.protocol.envelope import encode_request_payload, encode_response_
 from kafkalite.protocol.kafka import codec
 
 from fuzz_frames import complete_frames, frame, sniff
+from fuzz_kio import classify, expect
 from fuzz_runner import judge
 from native_fuzz_cases import KNOWN_BUGS, context_ints, left_out, make_native_case
 from native_fuzz_seeds import ControllerView, Seed, controller_seeds, probe_payloads
@@ -71,13 +73,70 @@ def test_native_acks_0_produce_is_never_answered():
     assert judge(data, [produced, METADATA_ANSWER], 0) is not None
 
 
+API_VERSIONS_V3 = codec.encode_request(18, 3, 5, "oracle", {"client_software_name": "o",
+                                                          "client_software_version": "1"})
+API_VERSIONS_V3_ANSWER = codec.encode_response(18, 3, 5, {"error_code": 0, "api_keys": [],
+                                                          "throttle_time": 0})
+RANGES = {18: (0, 3), 3: (0, 11), 0: (3, 9)}
+
+
+def kafka_judge(data, frames, result="answered"):
+    """judge() with the expectation kio's child process gives the frames of ``data``."""
+    return judge(data, frames, 0, result, expect(classify(complete_frames(data), RANGES)))
+
+
 def test_kafka_answers_are_checked_too():
-    request = codec.encode_request(18, 3, 5, "oracle", {"client_software_name": "o",
-                                                         "client_software_version": "1"})
-    good = codec.encode_response(18, 3, 5, {"error_code": 0, "api_keys": [],
-                                            "throttle_time": 0})
-    assert judge(frame(request), [good], 0) is None
-    assert "correlation id" in judge(frame(request), [struct.pack(">i", 6) + good[4:]], 0)
+    data = frame(API_VERSIONS_V3)
+    assert kafka_judge(data, [API_VERSIONS_V3_ANSWER]) is None
+    wrong_id = struct.pack(">i", 6) + API_VERSIONS_V3_ANSWER[4:]
+    assert "correlation id" in kafka_judge(data, [wrong_id])
+    assert "does not decode" in kafka_judge(data, [API_VERSIONS_V3_ANSWER[:6]])
+
+
+def test_kio_decides_what_kafka_answers_and_where_it_closes():
+    metadata = codec.encode_request(3, 11, 3, "oracle", {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    # a compact array claiming 2**32-2 topics: kio's reader aborts its process (Kafka's parser
+    # refuses it), the child is started again past it
+    header = 2 + 2 + 4 + 2 + len("oracle") + 1        # header v2: ... client id, no tags
+    huge = metadata[:header] + b"\xff\xff\xff\xff\x0f" + metadata[header + 1:]
+    unknown_version = metadata[:2] + struct.pack(">h", 12) + metadata[4:]
+    # ApiVersions v3 whose client_software_name is null: kio reads it, Kafka refuses it
+    null_name = API_VERSIONS_V3[:header] + b"\x00" + API_VERSIONS_V3[header + 2:]
+    verdicts = classify([metadata, huge, unknown_version, null_name, metadata[:12]], RANGES)
+    assert [v.kind for v in verdicts] == ["answer", "close", "close", "close", "close"], verdicts
+    assert "killed" in verdicts[1].why
+    old_api_versions = API_VERSIONS_V3[:2] + struct.pack(">h", 9) + API_VERSIONS_V3[4:]
+    assert classify([old_api_versions], RANGES)[0][:3] == ("answer", 18, 0)   # answered v0
+    heavy = codec.encode_request(19, 7, 4, "oracle", {"topics": [
+        {"name": "t", "num_partitions": 1 << 30, "replication_factor": 1, "assignments": [],
+         "configs": []}], "timeout": 1000, "validate_only": True})
+    assert classify([heavy], {19: (0, 7)})[0].heavy
+
+
+def test_a_closed_connection_is_a_problem_unless_the_frame_was_malformed():
+    data = frame(API_VERSIONS_V3)
+    assert "closed after 0 of the 1 answers" in kafka_judge(data, [], "closed")
+    assert kafka_judge(data, [], "silent") is None               # slow, not judged
+    unserved = codec.encode_request(3, 11, 8, "oracle", {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    assert kafka_judge(frame(unserved), [], "closed") is not None
+    assert kafka_judge(frame(unserved[:10]), [], "closed") is None          # kio cannot read it
+    # answered first, then a frame Kafka closes on
+    assert kafka_judge(frame(API_VERSIONS_V3) + frame(unserved[:10]), [API_VERSIONS_V3_ANSWER],
+                       "closed") is None
+    assert "closed after 0" in kafka_judge(frame(API_VERSIONS_V3) + frame(unserved[:10]), [],
+                                           "closed")
+    # a length prefix no broker reads: framing-level, a close may come at any point
+    assert kafka_judge(data + struct.pack(">i", -1), [], "closed") is None
+    # native: a readable envelope is owed an answer, an unreadable one closes
+    assert "closed after 0 of the 1" in judge(frame(METADATA), [], 0, "closed")
+    assert judge(frame(b"\x95\x03\x00"), [], 0, "closed") is None
+    ahead = frame(METADATA) + frame(b"\x95\x03\x00")      # the first is answered, then close
+    assert judge(ahead, [METADATA_ANSWER], 0, "closed") is None
+    assert "closed after 0 of the 1" in judge(ahead, [], 0, "closed")
 
 
 def test_answers_to_no_protocol_or_incomplete_frames_are_problems():

@@ -28,7 +28,7 @@ from kafkalite.protocol.envelope import encode_request
 from kafkalite.local.cluster import request, wait_until
 from kafkalite.zk import ZkClient
 
-from protocol_fuzz_session import CLUSTER_OVERRIDES, run_session
+from protocol_fuzz_session import CLUSTER_OVERRIDES, SEED_VARIABLE, fresh_seed, run_session
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -37,12 +37,16 @@ CASES = 15000     # ~50 s on an idle 2-core machine (~470 cases/s); ~3 min under
 
 def test_protocol_fuzz_leaves_brokers_zookeeper_and_live_clients_unharmed(
         kafkalite_cluster_factory):
+    seed = fresh_seed()
+    # printed first, so that even a run that dies says how to replay it (pytest shows it with
+    # the failure): KAFKALITE_FUZZ_SEED=<seed> pytest tests/system/test_protocol_fuzz.py
+    print(f"\nprotocol fuzz seed {seed} (replay with {SEED_VARIABLE}={seed})", flush=True)
     cluster = kafkalite_cluster_factory(3, **{k.replace(".", "_"): v
                                               for k, v in CLUSTER_OVERRIDES.items()})
-    result = run_session(cluster, CASES)
-    print("\nprotocol fuzz:\n" + result.describe())
+    result = run_session(cluster, CASES, seed)
+    print("protocol fuzz:\n" + result.describe())
     assert result.report.cases + sum(result.report.left_out.values()) == CASES, \
-        result.report.summary()
+        f"seed {seed}: {result.report.summary()}"
     result.check()
 
 
