@@ -16,7 +16,11 @@ wrong:
   count at all (growing a fuzz target through CreatePartitions, or deleting one and creating it
   again, are legitimate requests);
 - a broker's metadata for a fixed topic's partition (leader, leader epoch) differs from
-  ZooKeeper's partition state.
+  ZooKeeper's partition state;
+- a partition is advertised in a broker's Kafka Metadata (read by kio) with a leader that does
+  not host it: the leader answers ListOffsets for it with UNKNOWN_TOPIC_OR_PARTITION or
+  NOT_LEADER_OR_FOLLOWER (Kafka sends LeaderAndIsr before UpdateMetadata, so a partition is
+  never advertised before its leader serves it).
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ import time
 from kafkalite.protocol import messages as m
 from kafkalite.local.cluster import request
 
-from kafka_fuzz_tools import metadata_request, metadata_response
+from kafkalite.protocol.kafka import codec
+
+from fuzz_frames import frame
+from kafka_fuzz_tools import metadata_request, metadata_response, response_body
+
+NOT_HOSTED = {3: "UNKNOWN_TOPIC_OR_PARTITION", 6: "NOT_LEADER_OR_FOLLOWER"}
 
 
 def kafka_metadata(port: int, timeout_s: float = 10.0):
@@ -41,6 +50,49 @@ def kafka_metadata(port: int, timeout_s: float = 10.0):
     if cid != 99:
         raise AssertionError(f"Metadata answered with correlation id {cid}")
     return body
+
+
+def _kafka_call(port: int, api_key: int, version: int, values: dict, timeout_s: float = 10.0):
+    """One Kafka request on a fresh connection; the response body, read by kio."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        sock.sendall(frame(codec.encode_request(api_key, version, 98, "probe", values)))
+        (n,) = struct.unpack(">i", _recv_exact(sock, 4))
+        return response_body(api_key, version, _recv_exact(sock, n))
+
+
+def unhosted(metadata, ports: dict[int, int], said_by: int, call=_kafka_call) -> list[str]:
+    """Partitions ``metadata`` (a kio Metadata body from broker ``said_by``) advertises with a
+    leader that answers ListOffsets for them as not hosted or not led (``call(port, api_key,
+    version, values)``: a Kafka round trip)."""
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for topic in metadata.topics:
+        if topic.error_code.value != 0:
+            continue
+        for p in topic.partitions:
+            if p.error_code.value == 0 and p.leader_id in ports:
+                by_leader.setdefault(p.leader_id, []).append((topic.name, p.partition_index))
+    problems = []
+    for leader, partitions in sorted(by_leader.items()):
+        topics: dict[str, list[int]] = {}
+        for name, index in partitions:
+            topics.setdefault(name, []).append(index)
+        try:
+            body = call(ports[leader], 2, 6, {
+                "replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": name, "partitions": [
+                        {"partition_index": i, "current_leader_epoch": -1, "timestamp": -1}
+                        for i in indexes]} for name, indexes in sorted(topics.items())]})
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"broker {leader} does not answer ListOffsets: "
+                            f"{type(exc).__name__}: {exc}")
+            continue
+        for topic in body.topics:
+            for p in topic.partitions:
+                if p.error_code.value in NOT_HOSTED:
+                    problems.append(
+                        f"broker {said_by} advertises {topic.name}-{p.partition_index} with "
+                        f"leader {leader}, which answers {NOT_HOSTED[p.error_code.value]}")
+    return problems
 
 
 def native_metadata(port: int, topics=None, timeout_s: float = 10.0) -> m.MetadataResponse:
@@ -107,6 +159,7 @@ def cluster_problems(zk, ports: dict[int, int], before: dict[str, int], fixed: s
             problems.append(f"broker {broker_id} does not answer Metadata: "
                             f"{type(exc).__name__}: {exc}")
             continue
+        problems += unhosted(kafka, ports, broker_id)
         for protocol, said in (("Kafka", kafka.controller_id), ("native", native.controller_id)):
             if said != controller:
                 problems.append(f"broker {broker_id} names controller {said} on {protocol}'s "

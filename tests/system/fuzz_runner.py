@@ -36,6 +36,8 @@ KEEP_PROBLEMS = 200            # problems kept with their bytes (all are counted
 def family(kind: str) -> str:
     """The mutation family a case kind belongs to, for the tables ("length-huge" -> "length")."""
     for prefix in ("pipelined", "length"):
+        if kind.startswith(prefix + "-fields-"):
+            return kind[len(prefix) + 1:]
         if kind.startswith(prefix + "-"):
             return prefix
     return kind
@@ -189,7 +191,7 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
         against, the (broker id, case) pairs to send, and what was left out."""
         view = read_view()
         ints = context_ints(view)
-        batch = [make_native_case(rnd, native_seeds, ints, probes)
+        batch = [make_native_case(rnd, native_seeds, ints, probes, view)
                  if rnd.random() < native_share else make_case(rnd, kafka_seeds)
                  for _ in range(size)]
         kafka_frames = {}

@@ -279,11 +279,20 @@ def metadata_request(correlation_id: int = 99) -> bytes:
 
 def metadata_response(payload: bytes):
     """(correlation id, body) of a Kafka Metadata v11 response frame payload, read by kio."""
-    header_reader, body_reader = _response_reader(3, 11)
+    return response_with_id(3, 11, payload)
+
+
+def response_with_id(api_key: int, version: int, payload: bytes):
+    """(correlation id, body) of a response frame payload, read by kio."""
+    header_reader, body_reader = _response_reader(api_key, version)
     view = memoryview(payload)
     header, offset = header_reader(view, 0)
     body, _ = body_reader(view, offset)
     return header.correlation_id, body
+
+
+def response_body(api_key: int, version: int, payload: bytes):
+    return response_with_id(api_key, version, payload)[1]
 
 
 def api_ranges(port: int, timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:

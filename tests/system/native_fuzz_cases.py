@@ -31,6 +31,7 @@ from kafkalite.protocol.envelope import (decode_request_envelope, decode_respons
                                          parse_request_body, parse_response_body)
 from kafkalite.protocol.messages import RequestErrorResponse
 
+from controller_frames import mutate_fields
 from fuzz_frames import NATIVE, Case, complete_frames, frame, sniff
 from fuzz_kio import MAX_PARTITIONS_ASKED
 from native_fuzz_seeds import ControllerView, Seed
@@ -39,6 +40,7 @@ EDGE_INTS = [0, 1, 2, 3, -1, -2, 99, 127, 128, 255, 256, 32767, 32768, -32768, -
              (1 << 31) - 1, 1 << 31, -(1 << 31), -(1 << 31) - 1, (1 << 63) - 1, -(1 << 63),
              (1 << 64) - 1]
 KNOWN_KEYS = [int(k) for k in ApiKey]
+OWN_CONTROLLER_SHARE = 0.1      # of native cases, made from the controller's own frames
 _PACK = dict(use_bin_type=True)
 _UNPACK = dict(raw=False, strict_map_key=False)
 
@@ -200,11 +202,22 @@ def mutate_native(rnd: random.Random, payload: bytes, others: list[bytes],
 
 
 def make_native_case(rnd: random.Random, seeds: list[Seed], ints: list[int],
-                     probes: tuple[bytes, bytes]) -> Case:
-    """One native case; ``probes`` are two valid requests to pipeline around a mutated one."""
-    seed = rnd.choice(seeds)
+                     probes: tuple[bytes, bytes], view: ControllerView | None = None) -> Case:
+    """One native case; ``probes`` are two valid requests to pipeline around a mutated one;
+    ``view``: what ZooKeeper holds, for the field mutations of recorded controller frames."""
+    own = [s for s in seeds if s.recorded_controller]
+    # the controller's own frames are few among the seeds: one case in ten starts from one
+    seed = rnd.choice(own) if own and rnd.random() < OWN_CONTROLLER_SHARE else rnd.choice(seeds)
     payloads = [s.payload for s in seeds if s.controller == seed.controller]
     broker_id = seed.broker_id if seed.broker_id is not None and rnd.random() < 0.8 else None
+    if seed.recorded_controller and view is not None and rnd.random() < 0.7:
+        kind, data, target = mutate_fields(rnd, seed.payload, view)
+        claim = kind[kind.index("(") + 1:-1]
+        kind = kind[:kind.index(" (")]
+        if rnd.random() < 0.15:
+            return Case(NATIVE, f"pipelined-{kind}", frame(probes[0]) + frame(data)
+                        + frame(probes[1]), target, f"{seed.name} ({claim})")
+        return Case(NATIVE, kind, frame(data), target, f"{seed.name} ({claim})")
     roll = rnd.random()
 
     def case(kind, data):
@@ -266,7 +279,8 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
     - "impersonation": a controller request with exactly the identity ZooKeeper backs
       (controller, epoch, and this broker's epoch), or a ControlledShutdown for a broker at its
       registered epoch sent to the controller: indistinguishable from the real thing, so obeying
-      it is right (a mutation of a near-miss seed can land on it);
+      it is right (a mutation of a near-miss seed can land on it) -- except a LeaderAndIsr whose
+      every partition state is stale, which Kafka ignores (``_all_stale``): that one is sent;
     - "resource-heavy": a CreateTopics or CreatePartitions asking for more than
       MAX_PARTITIONS_ASKED partitions (see fuzz_kio);
     - "aimed at a live topic": a DESTRUCTIVE request naming a ``protected`` topic (a legitimate
@@ -288,7 +302,8 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
                 return f"known bug {bug}"
         if key in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA):
             if (request.controller_id, request.controller_epoch, request.broker_epoch) == (
-                    view.controller_id, view.epoch, view.broker_epochs.get(broker_id)):
+                    view.controller_id, view.epoch, view.broker_epochs.get(broker_id)) and not (
+                    key == ApiKey.LEADER_AND_ISR and _all_stale(request, broker_id, view)):
                 return "impersonation"
         elif key == ApiKey.CONTROLLED_SHUTDOWN:
             if (broker_id == view.controller_id
@@ -302,6 +317,18 @@ def left_out(case_frames: list[bytes], broker_id: int, view: ControllerView,
             if any(t.count > MAX_PARTITIONS_ASKED for t in request.topics):
                 return "resource-heavy"
     return None
+
+
+def _all_stale(request, broker_id: int, view: ControllerView) -> bool:
+    """Whether every partition state of a LeaderAndIsr names a partition ``broker_id`` hosts
+    (a replica in ZooKeeper) at a leader epoch not above ZooKeeper's: Kafka 2.8 ignores each such
+    state (ReplicaManager.becomeLeaderOrFollower), so even the exact identity changes nothing.
+    The issue's case: the controller's own LeaderAndIsr replayed with ISR [33] at epoch 0."""
+    for state in request.partition_states:
+        known = view.partitions.get((state.topic, state.partition))
+        if known is None or broker_id not in known[1] or state.leader_epoch > known[0]:
+            return False
+    return bool(request.partition_states)
 
 
 # --- what a right answer is ----------------------------------------------------------------------

@@ -13,6 +13,8 @@ Two kinds of seed:
   (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, LeaveGroup)
   commits; the admin lists, describes and deletes the group. Each frame payload is recorded as
   ``kafkalite.protocol.envelope.encode_request_payload`` made it, with the broker it went to.
+- **recorded controller**: the controller's own LeaderAndIsr, UpdateMetadata and StopReplica,
+  recorded by a stand-in broker (tests/system/controller_frames.py), mutated in their fields.
 - **controller**: LeaderAndIsr, UpdateMetadata, StopReplica (built with
   ``kafkalite.protocol.messages``) aimed at the *live* topics, and ControlledShutdown, each
   carrying a claim that ZooKeeper does not back: the incident's controller 7 at epoch +32, a
@@ -33,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgpack
 
@@ -59,14 +61,18 @@ class Seed:
     controller: bool = False           # a controller request naming the live topics: never a
                                        # donor for a client request (a DeleteRecords given a live
                                        # topic's name is a legitimate request that deletes)
+    recorded_controller: bool = False  # the controller's own frame (controller_frames): most
+                                       # cases mutate its fields, aimed at a real broker
 
 
 @dataclass(frozen=True)
 class ControllerView:
-    """ZooKeeper's controller, its epoch and each broker's registration (broker) epoch."""
+    """ZooKeeper's controller, its epoch, each broker's registration (broker) epoch, and each
+    partition's (leader epoch, replicas)."""
     controller_id: int
     epoch: int
     broker_epochs: dict
+    partitions: dict = field(default_factory=dict)    # (topic, partition) -> (epoch, replicas)
 
 
 # --- recorded client sessions --------------------------------------------------------------------
@@ -228,8 +234,14 @@ def probe_payloads() -> tuple[bytes, bytes]:
 def read_controller_view(zk) -> ControllerView:
     """The view from ZooKeeper (``zk``: a started kafkalite.zk.ZkClient)."""
     registrations = zk.get_brokers()
+    partitions = {}
+    for topic, assignment in zk.get_topic_assignments().items():
+        for partition, replicas in assignment.partitions.items():
+            state = zk.get_partition_state(topic, partition)
+            if state is not None:
+                partitions[(topic, partition)] = (state.leader_epoch, list(replicas))
     return ControllerView(zk.get_controller_id(), zk.get_controller_epoch().epoch,
-                          {b: r.broker_epoch for b, r in registrations.items()})
+                          {b: r.broker_epoch for b, r in registrations.items()}, partitions)
 
 
 def _until_it_works(call, timeout_s: float = 30):

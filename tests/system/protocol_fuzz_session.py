@@ -4,8 +4,9 @@ functions here).
 
 ``run_session`` creates the live topics (rf 3, min.insync.replicas 2: one for confluent-kafka over
 Kafka's protocol, one for kafkalite's own clients over the native protocol) and the Kafka fuzz
-target, records the native seeds from a real client session, builds the controller-request seeds
-from ZooKeeper's view, starts the live clients, runs the cases, and returns what it saw and every
+target, records the controller's own LeaderAndIsr, UpdateMetadata and StopReplica through a
+stand-in broker (controller_frames) and the native seeds from a real client session, builds the
+controller-request seeds from ZooKeeper's view, starts the live clients, runs the cases, and returns what it saw and every
 invariant that broke:
 
 - every broker process alive, answering Metadata on both protocols, naming ZooKeeper's controller;
@@ -28,6 +29,7 @@ from kafkalite import AdminClient, NewTopic
 from kafkalite.local.cluster import ClusterError, wait_until
 from kafkalite.zk import ZkClient
 
+from controller_frames import record_controller_frames, recorded_seeds
 from fuzz_invariants import log_sizes, settled_cluster_problems, topic_counts, unexpected_errors
 from fuzz_live_clients import KafkaLiveTraffic, NativeLiveTraffic
 from fuzz_runner import FuzzReport, run_fuzz
@@ -122,6 +124,10 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
     traffic: list = []
     stopped = False
     try:
+        # the controller's own frames first: its stand-in broker must be gone before the client
+        # session creates topics (they could be assigned to it)
+        own = recorded_seeds(record_controller_frames(cluster.zk_connect, bootstrap,
+                                                      min(ports)))
         recorded = record_client_session(bootstrap, {port: b for b, port in ports.items()})
         view = read_controller_view(zk)
         forged = controller_seeds(view, {KAFKA_LIVE: LIVE_PARTITIONS,
@@ -129,7 +135,8 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
         built = built_client_seeds()
         kafka_seeds = seed_payloads(KAFKA_TARGET)
         seeds = {"kafka": len(kafka_seeds), "native recorded": len(recorded),
-                 "native built": len(built), "native controller": len(forged)}
+                 "native built": len(built), "native controller": len(forged),
+                 "controller's own (recorded)": len(own)}
         if live:
             traffic = [("confluent-kafka on " + KAFKA_LIVE,
                         KafkaLiveTraffic(bootstrap, KAFKA_LIVE, LIVE_PARTITIONS).start()),
@@ -142,7 +149,7 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
         fixed = {KAFKA_LIVE, NATIVE_LIVE} | ({"__consumer_offsets"} & set(topics_before))
         logs = log_sizes([b.log_path for b in cluster.brokers.values()])
 
-        report = run_fuzz(ports, kafka_seeds, recorded + built + forged, probe_payloads(),
+        report = run_fuzz(ports, kafka_seeds, recorded + built + forged + own, probe_payloads(),
                           lambda: read_controller_view(zk), cases, seed=seed, workers=workers,
                           wait_s=wait_s, native_share=native_share, known_bugs=known_bugs,
                           time_budget_s=time_budget_s,

@@ -2,6 +2,7 @@
 everything through would assert nothing. No sockets, no brokers (kio reads Kafka frames in a
 child process, as in the fuzz)."""
 
+import collections
 import random
 import struct
 
@@ -209,3 +210,87 @@ def test_no_deleting_request_is_aimed_at_a_live_topic():
         case = make_native_case(rnd, seeds, context_ints(VIEW), probe_payloads())
         if case.seed == client.name:
             assert b"live" not in case.data, case
+
+
+def _recorded_controller_seeds():
+    from controller_frames import recorded_seeds
+
+    states = [m.LeaderAndIsrPartitionState("fz-ctl", 0, 5, 1, 0, [1, 9], 0, [1, 9], True)]
+    requests = [
+        m.LeaderAndIsrRequest(controller_id=2, controller_epoch=5, broker_epoch=777,
+                              partition_states=states),
+        m.UpdateMetadataRequest(controller_id=2, controller_epoch=5, broker_epoch=777,
+                                partition_states=[m.UpdateMetadataPartitionState(
+                                    "fz-ctl", 0, 5, 1, 0, [1, 9], 0, [1, 9], [])]),
+        m.StopReplicaRequest(controller_id=2, controller_epoch=5, broker_epoch=777,
+                             delete_partitions=True, partitions=[m.TopicPartition("fz-ctl", 0)])]
+    return recorded_seeds([native(r, cid=7) for r in requests])
+
+
+LIVE_VIEW = ControllerView(2, 5, {1: 4096, 2: 4100, 3: 4200},
+                           {("live", 0): (0, [1, 2, 3]), ("live", 1): (2, [1, 2, 3])})
+
+
+def test_the_controllers_own_frames_are_mutated_in_their_fields():
+    from kafkalite.protocol.envelope import decode_request_envelope, parse_request_body
+
+    seeds = _recorded_controller_seeds()
+    rnd = random.Random(4)
+    claims, sent_exact = collections.Counter(), []
+    for _ in range(600):
+        case = make_native_case(rnd, seeds, context_ints(LIVE_VIEW), probe_payloads(), LIVE_VIEW)
+        if "fields-" not in case.kind:
+            continue
+        sent = complete_frames(case.data)
+        request = parse_request_body(*decode_request_envelope(sent[1 if len(sent) == 3 else 0]))
+        claims[case.seed.rsplit("(", 1)[1][:-1]] += 1
+        reason = left_out(sent, case.broker_id, LIVE_VIEW)
+        if case.seed.endswith("(exact)"):
+            # only a LeaderAndIsr, every state one of the target's partitions, none newer than
+            # ZooKeeper's: Kafka ignores it, so it is sent, not left out
+            assert isinstance(request, m.LeaderAndIsrRequest) and reason is None, request
+            assert (request.controller_id, request.controller_epoch, request.broker_epoch) == (
+                2, 5, LIVE_VIEW.broker_epochs[case.broker_id])
+            sent_exact.append(request)
+        else:
+            assert reason is None, (case.seed, request)
+    assert set(claims) >= {"exact", "deposed epoch", "next epoch", "not the controller",
+                           "stale broker epoch", "as recorded"}, claims
+    states = [s for r in sent_exact for s in r.partition_states]
+    assert all(s.leader_epoch <= LIVE_VIEW.partitions[(s.topic, s.partition)][0]
+               for s in states)
+    assert any(s.isr == [33] for s in states)          # the incident's ISR
+
+
+def test_an_exact_leader_and_isr_with_a_newer_epoch_is_left_out():
+    def lai(epoch, topic="live"):
+        return native(m.LeaderAndIsrRequest(
+            controller_id=2, controller_epoch=5, broker_epoch=4096, partition_states=[
+                m.LeaderAndIsrPartitionState(topic, 1, 5, 33, epoch, [33], 0, [1, 33])]))
+    assert left_out([lai(2)], 1, LIVE_VIEW) is None            # ZooKeeper's epoch: ignored
+    assert left_out([lai(3)], 1, LIVE_VIEW) == "impersonation"    # newer: the controller's right
+    assert left_out([lai(0, "other")], 1, LIVE_VIEW) == "impersonation"   # not hosted
+
+
+def test_a_partition_advertised_without_its_leader_hosting_it_is_a_problem():
+    from types import SimpleNamespace as NS
+
+    from fuzz_invariants import unhosted
+
+    def code(n):
+        return NS(value=n)
+    metadata = NS(topics=[NS(name="t", error_code=code(0), partitions=[
+        NS(partition_index=0, leader_id=1, error_code=code(0)),
+        NS(partition_index=64, leader_id=1, error_code=code(0)),
+        NS(partition_index=1, leader_id=-1, error_code=code(5))])])
+    asked = []
+
+    def call(port, api_key, version, values):
+        asked.append((port, api_key, values))
+        return NS(topics=[NS(name="t", partitions=[
+            NS(partition_index=0, error_code=code(0)),
+            NS(partition_index=64, error_code=code(6))])])
+    problems = unhosted(metadata, {1: 9001, 2: 9002}, 2, call)
+    assert problems == ["broker 2 advertises t-64 with leader 1, which answers "
+                        "NOT_LEADER_OR_FOLLOWER"]
+    assert [(port, key) for port, key, _ in asked] == [(9001, 2)]
