@@ -6,15 +6,17 @@ functions here).
 Kafka's protocol, one for kafkalite's own clients over the native protocol) and the Kafka fuzz
 target, records the controller's own LeaderAndIsr, UpdateMetadata and StopReplica through a
 stand-in broker (controller_frames) and the native seeds from a real client session, builds the
-controller-request seeds from ZooKeeper's view, starts the live clients, runs the cases, and returns what it saw and every
-invariant that broke:
+controller-request seeds from ZooKeeper's view, starts the live clients, runs the cases, and
+returns what it saw and every invariant that broke:
 
 - every broker process alive, answering Metadata on both protocols, naming ZooKeeper's controller;
-- no malformed, misordered or made-up answer; no connection refused;
+- no malformed, misordered or made-up answer (Kafka's judged by kio); no connection refused;
+  none closed where an answer was owed to a well-formed request;
 - no ERROR or unhandled failure in the broker logs;
 - both live producers and consumers made progress during the fuzz and after it, and no record
   failed to be acknowledged;
 - every acknowledged record readable at its (partition, offset), with its value, once;
+- no partition advertised in Metadata whose leader does not host it;
 - ZooKeeper's assignments numbered 0..n-1, each partition with a live leader; no live topic
   changed partition count; no state written at a controller epoch ZooKeeper never had; the
   controller epoch the same as when the fuzz began, and the brokers' leaders as ZooKeeper's.
