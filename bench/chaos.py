@@ -142,7 +142,7 @@ class Run:
         self.started = time.monotonic()
         self.network = self.ensemble = self.cluster = self.disk = None
         self.producer = self.consumer = None
-        self.marks = []
+        self.marks, self.failure_marks = [], []    # failure_marks: one Counter per mark
 
     def say(self, what):
         log.info("[%7.1f s] %s", time.monotonic() - self.started, what)
@@ -235,7 +235,7 @@ class Run:
                  f"min.insync.replicas 2), {self.args.clients} producer and consumer running")
 
         timings, stuck = [], None
-        self.marks = [FaultMark("before the faults", {})]
+        self.marks, self.failure_marks = [FaultMark("before the faults", {})], [{}]
         deadline = self.started + self.args.minutes * 60
         for number, kind in enumerate(kinds, 1):
             if time.monotonic() > deadline:
@@ -276,6 +276,7 @@ class Run:
     def client_counters(self) -> dict[str, int]:
         """The clients' cumulative counts, for the per-fault table."""
         counters = {"acked": self.producer.acked_count(), "consumed": self.consumer.count()}
+        self.failure_marks.append(self.producer.failure_kinds())
         if self.args.clients == "verifiable":
             counters.update({"send errors": self.producer.events.failed,
                              "redelivered": self.consumer.events.redelivered,
@@ -283,6 +284,19 @@ class Run:
         else:
             counters["failed sends"] = sum(self.producer.failure_kinds().values())
         return counters
+
+    def print_failures_by_window(self) -> None:
+        """The failed sends' exception classes per window (one snapshot per mark, and the
+        final one)."""
+        lines, snapshots = [], self.failure_marks
+        for mark, before, after in zip(self.marks, snapshots, snapshots[1:]):
+            grew = {kind: after[kind] - before.get(kind, 0) for kind in after
+                    if after[kind] > before.get(kind, 0)}
+            if grew:
+                lines.append(f"  {mark.label}: " + ", ".join(
+                    f"{kind} {n}" for kind, n in sorted(grew.items(), key=lambda kv: -kv[1])))
+        if lines:
+            print("failed sends by window:\n" + "\n".join(lines))
 
     def client_progress(self) -> str:
         """The verifiable clients' running counts (send errors, redeliveries, rebalances)."""
@@ -342,7 +356,7 @@ class Run:
                        300, "the live consumer to read up to the high watermarks")
         except ChaosStuck as exc:
             self.say(f"{exc} (it read {self.consumer.next_offsets()} of {ends})")
-        final = self.client_counters()
+        final = self.client_counters()      # its failed sends: the last of failure_marks
         self.consumer.stop()
         reads = read_back(kafka.bootstrap_servers, TOPIC, PARTITIONS, ends)
         if verifiable:
@@ -374,6 +388,7 @@ class Run:
             attributed["never consumed"] = result.not_consumed
         print("\nper fault (each owns what happened from its start to the next one's):")
         print(per_fault_table(self.marks, final, acked_order, attributed))
+        self.print_failures_by_window()
         for name, items in (("lost", result.lost), ("misplaced", result.misplaced),
                             ("divergent", result.divergent),
                             ("out of order", result.out_of_order),
