@@ -97,8 +97,10 @@ class ConnectionSecurity:
     # --- SASL, shared ----------------------------------------------------------------------------
     def _handshake(self, mechanism: str) -> tuple[int, list[str], bool]:
         enabled = list(self.sasl.enabled) if self.sasl is not None else []
-        if self.sasl is None:
-            return errors.IllegalSaslStateError.code, enabled, True
+        if self.sasl is None or self.sasl.state == COMPLETE:
+            # Kafka's KafkaApis answers it ILLEGAL_SASL_STATE and keeps the connection: on a
+            # listener without SASL, or after the exchange completed (found by the fuzz)
+            return errors.IllegalSaslStateError.code, enabled, False
         try:
             self.sasl.handshake(mechanism)
         except errors.KafkaError as exc:
@@ -107,9 +109,10 @@ class ConnectionSecurity:
         return 0, enabled, False
 
     def _authenticate(self, token: bytes) -> tuple[int, str | None, bytes, bool]:
-        if self.sasl is None:
-            return (errors.IllegalSaslStateError.code, "this listener does not use SASL", b"",
-                    True)
+        if self.sasl is None or self.sasl.state == COMPLETE:     # as _handshake
+            return (errors.IllegalSaslStateError.code,
+                    "SaslAuthenticate request received after successful authentication", b"",
+                    False)
         try:
             answer = self.sasl.authenticate(token)
         except errors.KafkaError as exc:
