@@ -27,10 +27,13 @@ is also the controller cut from ZooKeeper (issue 24's bug 6: its failover beside
 At the end: every fault healed, the producer stopped, the consumer caught up, everything read
 back, the brokers stopped cleanly and their logs compared at rest. Prints per fault kind the
 count and failover/recovery times (min/p50/max), and acknowledged / lost / misplaced /
-duplicated / divergent / out-of-order counts (chaos_history.py says what each means).
+duplicated / divergent / out-of-order counts (chaos_history.py says what each means), then per
+fault window (a fault owns what happens from its start to the next one's) the records acked and
+consumed, the failed sends (and their exception classes), and the lost / misplaced / never
+consumed records acknowledged in it.
 
 Exit status 1 when records were lost, misplaced or divergent, a live consumer read a record the
-log does not hold, or the cluster did not recover from a fault (the run stops at that fault,
+log does not hold (or, with the verifiable clients, never got an acknowledged one), or the cluster did not recover from a fault (the run stops at that fault,
 prints what it waited for, and keeps the logs); 0 otherwise.
 """
 

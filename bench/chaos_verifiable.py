@@ -15,8 +15,9 @@ below (ProducerLog, ConsumerLog), which tests/unit/test_chaos_verifiable.py chec
 The acknowledged records go through chaos_history.account like the Python producer's (lost,
 misplaced, duplicated, out of order); the consumer adds what Kafka's system tests check: every
 acknowledged record was consumed, and how many were delivered again (at-least-once allows it
-after a rebalance or a restart; counted). A tool that exits by itself is started again (the
-consumer goes on from its group's committed offsets) and counted.
+after a rebalance or a restart; counted). A consumer that exits by itself is started again (it
+goes on from its group's committed offsets) and counted; a producer that does stops the run (a
+new one would send the same values again).
 """
 
 from __future__ import annotations
@@ -161,9 +162,10 @@ def unconsumed(acknowledged: Iterable[tuple[bytes, int, int]],
 
 class _Tool:
     """A verifiable tool as a child process whose stdout lines feed ``self.events``; started
-    again (``restarts``) when it exits by itself."""
+    again (``restarts``) when it exits by itself, if ``restart_on_exit``."""
 
     main_class = ""
+    restart_on_exit = True
 
     def __init__(self, name: str, args: list[str], events: Any, workdir: str):
         self.name, self.args, self.events = name, args, events
@@ -199,6 +201,9 @@ class _Tool:
                 code = self.process.wait()
                 if self._stopping.is_set():
                     return
+                if not self.restart_on_exit:
+                    raise RuntimeError(f"{self.name} exited by itself (code {code}); its "
+                                       f"stderr: {self.stderr_path}")
                 self.restarts += 1
                 log.info("%s exited by itself (code %s); starting it again", self.name, code)
                 self._stopping.wait(1.0)
@@ -224,7 +229,7 @@ class _Tool:
 
     def check(self) -> None:
         if self.crashed is not None:
-            raise RuntimeError(f"the {self.name} reader died: {self.crashed!r}") from self.crashed
+            raise RuntimeError(f"the {self.name} died: {self.crashed}") from self.crashed
 
 
 class VerifiableProducer(_Tool):
@@ -232,6 +237,7 @@ class VerifiableProducer(_Tool):
     settings otherwise (retries=0: a send that meets a fault fails and is counted)."""
 
     main_class = PRODUCER_CLASS
+    restart_on_exit = False     # a new one would number its values from 0 again
 
     def __init__(self, bootstrap: str, topic: str, workdir: str, throughput: int = 500):
         super().__init__("verifiable-producer",
