@@ -15,8 +15,8 @@ connection). So each frame gets one verdict:
   closes here, and reads nothing after it.
 
 kio's native reader sizes an array from its declared count before reading it, so a few bytes
-claiming 2**32 elements abort the interpreter: the frames are read in a child process, restarted
-past a frame that killed it (that frame is one Kafka's parser refuses: ``close``).
+claiming 2**32 elements abort the interpreter: the frames are read in a long-lived child process,
+started again past a frame that killed it (that frame is one Kafka's parser refuses: ``close``).
 
 A verdict also says whether the request is resource-heavy (a CreateTopics or CreatePartitions
 asking for more than MAX_PARTITIONS_ASKED partitions), which the fuzz leaves out.
@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
+import threading
 import time
 import types
 import typing
@@ -102,8 +104,6 @@ def _null_where_forbidden(entity) -> str | None:
 
 def verdict(payload: bytes, ranges: dict[int, tuple[int, int]]) -> Verdict:
     """What Kafka does with one frame payload, given the broker's (min, max) version per API."""
-    import struct
-
     if len(payload) < 8:
         return Verdict(CLOSE, -1, -1, -1, why=f"a {len(payload)}-byte frame")
     api_key, version, cid = struct.unpack_from(">hhi", payload)
@@ -147,32 +147,88 @@ def _child_main(ranges_json: str) -> None:
 
 # --- in the fuzzer: read a batch of frames in a child --------------------------------------------
 
-def classify(payloads: list[bytes], ranges: dict[int, tuple[int, int]]) -> list[Verdict]:
-    """One Verdict per payload, read by kio in child processes (a frame that kills the child is
-    a ``close``: one Kafka's parser refuses, and the child is started again past it)."""
-    out: list[Verdict] = []
-    ranges_json = json.dumps({str(k): list(v) for k, v in ranges.items()})
-    while len(out) < len(payloads):
-        rest = payloads[len(out):]
+class _Child:
+    """One long-lived kio reading process (its schema imports are paid once), started again
+    when a frame kills it."""
+
+    def __init__(self, ranges: dict[int, tuple[int, int]]):
+        self.ranges_json = json.dumps({str(k): list(v) for k, v in ranges.items()})
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> None:
         for attempt in range(IMPORT_ATTEMPTS):
-            child = subprocess.run([sys.executable, os.path.abspath(__file__), ranges_json],
-                                   input="".join(p.hex() + "\n" for p in rest),
-                                   capture_output=True, text=True, timeout=600, cwd=_REPO)
-            lines = child.stdout.splitlines()
-            if lines[:1] == ["ready"]:
-                break
+            self.proc = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), self.ranges_json],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True, cwd=_REPO)
+            if self.proc.stdout.readline().strip() == "ready":
+                return
+            self.proc.wait()
             time.sleep(1 + attempt)      # kio did not import (the tree caught mid-edit?)
-        else:
-            raise RuntimeError(f"the kio child could not start: {child.stderr.strip()[-500:]}")
-        done = [Verdict(*json.loads(line)) for line in lines[1:]]
-        out += done
-        if len(out) < len(payloads):     # the child died on the next frame
-            import struct
-            head = payloads[len(out)] + b"\0" * 8
-            api_key, version, cid = struct.unpack_from(">hhi", head)
-            out.append(Verdict(CLOSE, api_key, version, cid,
-                               why=f"kio's reader killed its process (exit {child.returncode})"))
-    return out
+        raise RuntimeError("the kio child could not start")
+
+    def read(self, payloads: list[bytes]) -> list[Verdict]:
+        """Verdicts for a prefix of ``payloads``: all of them, or those before the one that
+        killed the child (then the child is gone)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        proc = self.proc
+
+        def feed():
+            try:
+                for p in payloads:
+                    proc.stdin.write(p.hex() + "\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass                     # it died on a frame: read() sees where
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        out = []
+        while len(out) < len(payloads):
+            line = proc.stdout.readline()
+            if not line:
+                proc.wait()
+                self.proc = None
+                break
+            out.append(Verdict(*json.loads(line)))
+        writer.join()
+        return out
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        self.proc = None
+
+
+_children: dict[str, _Child] = {}
+_lock = threading.Lock()
+
+
+def classify(payloads: list[bytes], ranges: dict[int, tuple[int, int]]) -> list[Verdict]:
+    """One Verdict per payload, read by kio in a child process (a frame that kills the child is
+    a ``close``: one Kafka's parser refuses, and a new child goes on past it)."""
+    key = json.dumps(sorted(ranges.items()))
+    with _lock:
+        child = _children.get(key)
+        if child is None:
+            child = _children[key] = _Child(ranges)
+        out: list[Verdict] = []
+        while len(out) < len(payloads):
+            out += child.read(payloads[len(out):])
+            if len(out) < len(payloads):     # the child died on the next frame
+                head = payloads[len(out)] + b"\0" * 8
+                api_key, version, cid = struct.unpack_from(">hhi", head)
+                out.append(Verdict(CLOSE, api_key, version, cid,
+                                   why="kio's reader killed its process"))
+        return out
+
+
+def close_children() -> None:
+    with _lock:
+        for child in _children.values():
+            child.close()
+        _children.clear()
 
 
 class Expectation(NamedTuple):

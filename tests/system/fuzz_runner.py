@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fuzz_frames import KAFKA, NATIVE, bad_framing, complete_frames, exchange, sniff
-from fuzz_kio import Expectation, classify, expect
+from fuzz_kio import Expectation, classify, close_children, expect
 from kafka_fuzz_tools import api_ranges, check_kafka, make_case
 from native_fuzz_cases import (check_native, context_ints, expected_answers, left_out,
                                make_native_case)
 from native_fuzz_seeds import ControllerView, Seed
 
 KEEP_PROBLEMS = 200            # problems kept with their bytes (all are counted)
+FIRST_CHUNK = 500              # the first chunk's making (kio's reading) holds up the start
 
 
 def family(kind: str) -> str:
@@ -224,7 +225,7 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
 
     with ThreadPoolExecutor(max_workers=workers) as pool, \
             ThreadPoolExecutor(max_workers=1) as planner:
-        made = min(chunk, cases)
+        made = min(FIRST_CHUNK, chunk, cases)    # small: nothing is sent while it is made
         pending = planner.submit(prepare, made, 0) if made else None
         while pending is not None:
             view, planned, left = pending.result()
@@ -239,5 +240,6 @@ def run_fuzz(ports: dict[int, int], kafka_seeds: dict[str, bytes], native_seeds:
             report.seconds = time.monotonic() - start
             if progress is not None:
                 progress(report)
+    close_children()
     report.seconds = time.monotonic() - start
     return report

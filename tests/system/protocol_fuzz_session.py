@@ -24,6 +24,7 @@ returns what it saw and every invariant that broke:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -61,6 +62,7 @@ class SessionResult:
     live: list = field(default_factory=list)       # (name, traffic, before, during)
     problems: list = field(default_factory=list)   # every broken invariant, described
     topics: tuple = ({}, {})                       # fuzz_invariants.topic_counts before, after
+    phases: dict = field(default_factory=dict)     # what took how long (s)
 
     def check(self) -> None:
         if self.problems:
@@ -82,6 +84,7 @@ class SessionResult:
                      f"{len(after)} with {sum(n for _, n in after.values())} "
                      f"after it (new: {sorted(set(after) - set(before))[:8]}"
                      f"{'...' if len(set(after) - set(before)) > 8 else ''})")
+        lines.append("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in self.phases.items()))
         for name, traffic, before, during in self.live:
             lines.append(f"{name}: {traffic.describe()} (acked/read {before} before the fuzz, "
                          f"{during} right after it)")
@@ -126,26 +129,30 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
     traffic: list = []
     stopped = False
     try:
+        if live:       # started first: they get under way while the seeds are recorded
+            traffic = [("confluent-kafka on " + KAFKA_LIVE,
+                        KafkaLiveTraffic(bootstrap, KAFKA_LIVE, LIVE_PARTITIONS).start()),
+                       ("kafkalite clients on " + NATIVE_LIVE,
+                        NativeLiveTraffic(bootstrap, NATIVE_LIVE, LIVE_PARTITIONS).start())]
         # the controller's own frames first: its stand-in broker must be gone before the client
         # session creates topics (they could be assigned to it)
+        started = time.monotonic()
         own = recorded_seeds(record_controller_frames(cluster.zk_connect, bootstrap,
                                                       min(ports)))
+        phases = {"controller's frames recorded": time.monotonic() - started}
         recorded = record_client_session(bootstrap, {port: b for b, port in ports.items()})
         view = read_controller_view(zk)
         forged = controller_seeds(view, {KAFKA_LIVE: LIVE_PARTITIONS,
                                          NATIVE_LIVE: LIVE_PARTITIONS})
+        phases["client session recorded"] = time.monotonic() - started - sum(phases.values())
         built = built_client_seeds()
         kafka_seeds = seed_payloads(KAFKA_TARGET)
         seeds = {"kafka": len(kafka_seeds), "native recorded": len(recorded),
                  "native built": len(built), "native controller": len(forged),
                  "controller's own (recorded)": len(own)}
-        if live:
-            traffic = [("confluent-kafka on " + KAFKA_LIVE,
-                        KafkaLiveTraffic(bootstrap, KAFKA_LIVE, LIVE_PARTITIONS).start()),
-                       ("kafkalite clients on " + NATIVE_LIVE,
-                        NativeLiveTraffic(bootstrap, NATIVE_LIVE, LIVE_PARTITIONS).start())]
-            for name, t in traffic:
-                wait_until(lambda: min(t.counts()) > 100, 60, f"{name} under way")
+        for name, t in traffic:
+            wait_until(lambda: min(t.counts()) > 100, 60, f"{name} under way")
+        phases["live clients under way"] = time.monotonic() - started - sum(phases.values())
         before_counts = [t.counts() for _, t in traffic]
         topics_before = topic_counts(zk)
         fixed = {KAFKA_LIVE, NATIVE_LIVE} | ({"__consumer_offsets"} & set(topics_before))
@@ -159,8 +166,10 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
                           progress=progress)
 
         during_counts = [t.counts() for _, t in traffic]
+        phases["fuzz"] = time.monotonic() - started - sum(phases.values())
         result = SessionResult(report, seed, seeds, [(name, t, b, d) for (name, t), b, d
-                                               in zip(traffic, before_counts, during_counts)])
+                                               in zip(traffic, before_counts, during_counts)],
+                               phases=phases)
         problems = result.problems
         left = sum(report.left_out.values())
         if left > MAX_LEFT_OUT_SHARE * (report.cases + left):
@@ -201,6 +210,7 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
             problems.append(f"the controller epoch moved during the fuzz: {epochs}")
         for _, t in traffic:
             problems += t.verify()
+        phases["checks"] = time.monotonic() - started - sum(phases.values())
         return result
     finally:
         if not stopped:
