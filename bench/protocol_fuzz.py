@@ -116,8 +116,9 @@ def main() -> int:
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
     print("\ninvariants hold: brokers alive and answering Metadata on both protocols, answers "
-          "well-formed and in order, no broker errors, ZooKeeper's assignments whole with live "
-          "leaders and the brokers agreeing"
+          "well-formed and in order (Kafka's judged by kio), no connection closed where an "
+          "answer was owed, no broker errors, ZooKeeper's assignments whole with live leaders "
+          "and the brokers agreeing, no partition advertised that its leader does not host"
           + (", live clients progressing, every acknowledged record read back once"
              if not args.no_live else ""))
     return 0

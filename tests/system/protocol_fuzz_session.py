@@ -45,7 +45,7 @@ KAFKA_LIVE, NATIVE_LIVE, KAFKA_TARGET = "live-kafka", "live-native", "fuzz-targe
 AFTER_FUZZ_S = 30       # how long the live clients have to show progress after the fuzz
 #: at most this share of the cases made may be left out unsent (impersonation, resource-heavy,
 #: aimed at a live topic, known bugs): a fuzz that quietly stopped sending would assert nothing
-MAX_LEFT_OUT_SHARE = 0.05
+MAX_LEFT_OUT_SHARE = 0.01      # runs leave out 0.1-0.2%
 CLUSTER_OVERRIDES = {"replica.lag.time.max.ms": 10000, "offsets.topic.num.partitions": 3}
 
 
