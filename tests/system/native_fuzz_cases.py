@@ -40,7 +40,7 @@ EDGE_INTS = [0, 1, 2, 3, -1, -2, 99, 127, 128, 255, 256, 32767, 32768, -32768, -
              (1 << 31) - 1, 1 << 31, -(1 << 31), -(1 << 31) - 1, (1 << 63) - 1, -(1 << 63),
              (1 << 64) - 1]
 KNOWN_KEYS = [int(k) for k in ApiKey]
-OWN_CONTROLLER_SHARE = 0.1      # of native cases, made from the controller's own frames
+OWN_CONTROLLER_SHARE = 0.05     # of native cases, made from the controller's own frames
 _PACK = dict(use_bin_type=True)
 _UNPACK = dict(raw=False, strict_map_key=False)
 
@@ -206,7 +206,7 @@ def make_native_case(rnd: random.Random, seeds: list[Seed], ints: list[int],
     """One native case; ``probes`` are two valid requests to pipeline around a mutated one;
     ``view``: what ZooKeeper holds, for the field mutations of recorded controller frames."""
     own = [s for s in seeds if s.recorded_controller]
-    # the controller's own frames are few among the seeds: one case in ten starts from one
+    # the controller's own frames are few among the seeds: one case in 20 starts from one
     seed = rnd.choice(own) if own and rnd.random() < OWN_CONTROLLER_SHARE else rnd.choice(seeds)
     payloads = [s.payload for s in seeds if s.controller == seed.controller]
     broker_id = seed.broker_id if seed.broker_id is not None and rnd.random() < 0.8 else None

@@ -3,13 +3,20 @@ clients working beside it; and the broker bugs it found, each kept as a determin
 
 The fuzz (tests/system/protocol_fuzz_session.py) interleaves mutated Kafka request frames and
 mutated native ones: frames recorded from a real kafkalite client session (producers, consumers,
-a broker group, the admin client) and controller requests that ZooKeeper does not back, each
-case on a raw socket of its own, while confluent-kafka and kafkalite's own producer (acks=all)
-and consumer work on replicated topics (rf 3, min.insync.replicas 2). Afterwards every broker
-must be alive and answering Metadata on both protocols, no answer malformed or out of order, no
-error in the broker logs, the live clients still going, every acknowledged record readable once
-where it was acknowledged, and ZooKeeper whole (assignments 0..n-1 with live leaders, live topics
-unchanged, no forged controller epoch written, the brokers agreeing with it).
+a broker group, the admin client), the controller's own LeaderAndIsr, UpdateMetadata and
+StopReplica (recorded through a stand-in broker, mutated in their fields) and controller requests
+that ZooKeeper does not back, each case on a raw socket of its own, while confluent-kafka and
+kafkalite's own producer (acks=all) and consumer work on replicated topics (rf 3,
+min.insync.replicas 2). What the broker owes each Kafka frame is decided by kio's own readers
+(fuzz_kio): an answer, in order, that kio decodes, and a close only where Kafka closes.
+Afterwards every broker must be alive and answering Metadata on both protocols, no answer
+malformed or out of order, no connection closed where an answer was owed, no error in the broker
+logs, the live clients still going, every acknowledged record readable once where it was
+acknowledged, no partition advertised that its leader does not host, and ZooKeeper whole
+(assignments 0..n-1 with live leaders, live topics unchanged, no forged controller epoch written,
+the brokers agreeing with it). At most 1% of the cases may be left out unsent.
+
+Each run takes a fresh seed and prints it first; ``KAFKALITE_FUZZ_SEED=<seed>`` replays it.
 
 ``bench/protocol_fuzz.py`` runs the same with a configurable case count and prints cases/s.
 """
