@@ -24,6 +24,7 @@ returns what it saw and every invariant that broke:
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,7 +37,8 @@ from controller_frames import record_controller_frames, recorded_seeds
 from fuzz_invariants import log_sizes, settled_cluster_problems, topic_counts, unexpected_errors
 from fuzz_live_clients import KafkaLiveTraffic, NativeLiveTraffic
 from fuzz_runner import FuzzReport, run_fuzz
-from kafka_fuzz_tools import seed_payloads
+from fuzz_kio import warm
+from kafka_fuzz_tools import api_ranges, seed_payloads
 from native_fuzz_seeds import (built_client_seeds, controller_seeds, probe_payloads,
                                read_controller_view, record_client_session)
 
@@ -129,6 +131,10 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
     traffic: list = []
     stopped = False
     try:
+        # kio's reader loads its schemas while the seeds are recorded
+        warming = threading.Thread(target=warm, args=(api_ranges(min(ports.values())),),
+                                   daemon=True)
+        warming.start()
         if live:       # started first: they get under way while the seeds are recorded
             traffic = [("confluent-kafka on " + KAFKA_LIVE,
                         KafkaLiveTraffic(bootstrap, KAFKA_LIVE, LIVE_PARTITIONS).start()),
@@ -158,6 +164,7 @@ def run_session(cluster, cases: int, seed: int, workers: int = 16,
         fixed = {KAFKA_LIVE, NATIVE_LIVE} | ({"__consumer_offsets"} & set(topics_before))
         logs = log_sizes([b.log_path for b in cluster.brokers.values()])
 
+        warming.join()
         report = run_fuzz(ports, kafka_seeds, recorded + built + forged + own, probe_payloads(),
                           lambda: read_controller_view(zk), cases, seed=seed, workers=workers,
                           wait_s=wait_s, native_share=native_share, known_bugs=known_bugs,
