@@ -240,9 +240,10 @@ def step_retention(t: Tour) -> None:
     from kafkalite.client.admin_configs import ConfigResource
 
     topic = t.name("short-lived")
-    t.say("Retention deletes whole old segments, never single records and never the active "
-          "segment: here segments of 1 KiB and retention.ms=1000, so old segments go at the "
-          "next retention check and the earliest offset moves up.")
+    t.say("Retention deletes whole segments, never single records: a segment goes once its "
+          "newest record is older than retention.ms (the active one too, after a new empty "
+          "segment is rolled, as Kafka 2.8 does). Here segments of 1 KiB and retention.ms=1000, "
+          "so they go at the next retention check and the earliest offset moves up.")
     t.kafkalite("topics", "--create", "--topic", topic, "--partitions", "1",
                 "--replication-factor", "1", "--config", "segment.bytes=1024",
                 "--config", "retention.ms=1000")

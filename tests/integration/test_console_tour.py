@@ -21,6 +21,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
+from kafkalite.testing.independent_read import read_to_end
+
 pytestmark = [
     pytest.mark.integration, pytest.mark.slow,
     # kafka-python 3 loads its protocol schemas with importlib.resources' legacy functions
@@ -38,49 +40,39 @@ TOUR_KEYS = ["ada", "grace", "linus", "ada", "barbara", "grace", "ada", "ken"]
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, isolation="read_uncommitted"):
-    """Every record of ``topic`` as (partition, offset, key, value), read by confluent-kafka up
-    to each partition's high watermark (librdkafka's own, not the tour's numbers)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tour-check-{topic}",
-                         "enable.auto.commit": False, "isolation.level": isolation,
-                         "enable.partition.eof": True})
+    """Every record of ``topic`` as (partition, offset, key, value), read by confluent-kafka
+    (librdkafka's own view, not the tour's numbers)."""
+    return [(m.partition(), m.offset(), (m.key() or b"").decode(), m.value().decode())
+            for m in read_to_end(bootstrap, topic, partitions, isolation_level=isolation)]
+
+
+def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tour-check-{topic}"})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-                for p in range(partitions)}
-        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
-        rows, at_eof = [], set()
-        while len(at_eof) < partitions:
-            msg = consumer.poll(30)
-            assert msg is not None, f"reading {topic}: nothing for 30 s, {len(rows)} read"
-            if msg.error():
-                assert msg.error().code() == -191, msg.error()     # _PARTITION_EOF
-                at_eof.add(msg.partition())
-                continue
-            rows.append((msg.partition(), msg.offset(), (msg.key() or b"").decode(),
-                         msg.value().decode()))
-        return rows, ends
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
     finally:
         consumer.close()
 
 
 def check_what_the_tour_left(bootstrap: str, run_id: str) -> None:
-    rows, _ = read_all(bootstrap, f"orders-{run_id}", 3)
+    rows = read_all(bootstrap, f"orders-{run_id}", 3)
     keyed = [(p, k) for p, _, k, _ in rows if k in TOUR_KEYS]
     assert len(keyed) == len(TOUR_KEYS), rows
     assert all(p == (murmur2(k.encode()) & 0x7FFFFFFF) % 3 for p, k in keyed), keyed
-    rows, _ = read_all(bootstrap, f"sequence-{run_id}", 3)
+    rows = read_all(bootstrap, f"sequence-{run_id}", 3)
     assert sorted(int(v) for *_, v in rows) == list(range(30))
     for p in range(3):
         values = [int(v) for q, _, _, v in sorted(rows) if q == p]
         assert values == sorted(values), (p, values)
-    rows, _ = read_all(bootstrap, f"replicated-{run_id}", 1)
+    rows = read_all(bootstrap, f"replicated-{run_id}", 1)
     assert len(rows) == 10 and [o for _, o, _, _ in rows] == list(range(10))
-    rows, ends = read_all(bootstrap, f"short-lived-{run_id}", 1)
-    low, high = ends[0]
+    rows = read_all(bootstrap, f"short-lived-{run_id}", 1)
+    low, high = watermarks(bootstrap, f"short-lived-{run_id}", 0)
     assert 0 < low <= high and high == 60 and len(rows) == high - low
-    committed, _ = read_all(bootstrap, f"payments-{run_id}", 3, "read_committed")
+    committed = read_all(bootstrap, f"payments-{run_id}", 3, "read_committed")
     paid = sorted([f"paid-{n}" for n in range(6)] + [f"paid-late-{n}" for n in range(6)])
     assert sorted(v for *_, v in committed) == paid
-    everything, _ = read_all(bootstrap, f"payments-{run_id}", 3)
+    everything = read_all(bootstrap, f"payments-{run_id}", 3)
     assert sorted(v for *_, v in everything) == sorted(paid + [f"refund-{n}" for n in range(3)])
 
 
