@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from kafkalite.local.cluster import LocalCluster, wait_until  # noqa: E402
 from kafkalite.local.zookeeper import create_chroots, start_zookeeper  # noqa: E402
+from kafkalite.testing.independent_read import read_to_end  # noqa: E402
 from kafkalite.testing.kafka_connect import (CLUSTER_SETTINGS, ConnectWorker,  # noqa: E402
                                              PacedWriter, append_lines, check_at_least_once,
                                              file_copy_configs, full_lines, worker_settings)
@@ -46,27 +47,7 @@ def _leader(bootstrap: str, topic: str) -> int:
 
 def _values(bootstrap: str, topic: str) -> list[str]:
     """Partition 0 of ``topic`` to its end (confluent-kafka)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"soak-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    values: list[str] = []
-    ended: list[int] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-
-        def drained() -> bool:
-            for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.append(msg.offset())
-                    continue
-                values.append(msg.value().decode())
-            return bool(ended)
-        wait_until(drained, 120, f"the end of {topic}")
-    finally:
-        consumer.close()
-    return values
+    return [m.value().decode() for m in read_to_end(bootstrap, topic, timeout_s=120)]
 
 
 def soak(system: str, zk_connect: str, workdir: str, lines_n: int, kills: int,

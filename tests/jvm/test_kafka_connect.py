@@ -25,12 +25,12 @@ import uuid
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from jvm_apps import create_topic, unique
 
 from kafkalite.local.cluster import wait_until
 from kafkalite.testing.apache_kafka import ApacheKafkaNotFoundError
+from kafkalite.testing.independent_read import read_to_end
 from kafkalite.testing.kafka_connect import (CLUSTER_SETTINGS, INTERNAL, SINK, ConnectWorker,
                                              PacedWriter, append_lines, check_at_least_once,
                                              file_copy_configs, full_lines, worker_settings)
@@ -115,25 +115,7 @@ def _copy(worker: ConnectWorker, name: str, bootstrap: str, workdir: str
 
 def _records(bootstrap: str, topic: str, partitions: int = 1) -> list[tuple[bytes, bytes]]:
     """Every record of ``topic`` to its end, as (key, value), read by confluent-kafka."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("connect-reader"),
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    records: list[tuple[bytes, bytes]] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        ended: set[int] = set()
-
-        def drained() -> bool:
-            for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.add(msg.partition())
-                    continue
-                records.append((msg.key(), msg.value()))
-            return len(ended) == partitions
-        wait_until(drained, 60, f"the end of {topic}")
-    finally:
-        consumer.close()
-    return records
+    return [(m.key(), m.value()) for m in read_to_end(bootstrap, topic, partitions)]
 
 
 def _topic_values(bootstrap: str, topic: str) -> list[str]:

@@ -18,9 +18,11 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from jvm_apps import command, create_topic, jvm_classes, parse_lines, unique  # noqa: F401
+
+from kafkalite.testing.independent_read import read_to_end
 
 pytestmark = [pytest.mark.integration]
 
@@ -149,26 +151,10 @@ def _run(system, classes, tmp_path, guarantee: str) -> None:
 
     # the changelog holds the counts: its latest value of every word is the word's count
     changelog: dict[str, int] = {}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("jvm-changelog"),
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
-    try:
-        consumer.assign([TopicPartition(f"{app}-counts-changelog", p, OFFSET_BEGINNING)
-                         for p in (0, 1)])
-        ended: set[int] = set()
-
-        def drained() -> bool:
-            for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.add(msg.partition())
-                    continue
-                assert len(msg.value()) == 8
-                changelog[msg.key().decode()] = struct.unpack(">q", msg.value())[0]
-            return ended == {0, 1}
-        _until(drained, 30, lambda: f"the end of the changelog: {changelog}")
-    finally:
-        consumer.close()
+    for msg in read_to_end(bootstrap, f"{app}-counts-changelog", 2,
+                           isolation_level="read_committed", timeout_s=30):
+        assert len(msg.value()) == 8
+        changelog[msg.key().decode()] = struct.unpack(">q", msg.value())[0]
     assert changelog == expected_counts
 
 

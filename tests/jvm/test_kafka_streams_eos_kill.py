@@ -27,12 +27,13 @@ import time
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from jvm_apps import command, create_topic, jvm_classes, parse_lines, unique  # noqa: F401
 
 from kafkalite.jvm_hashing import java_string_hash
 from kafkalite.local.cluster import wait_until
+from kafkalite.testing.independent_read import read_to_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
@@ -116,24 +117,8 @@ class OutputReader:
 def _read_to_end(bootstrap: str, topic: str) -> dict[str, list[int]]:
     """A fresh read_committed read of the whole output (to the last stable offset)."""
     seen: dict[str, list[int]] = collections.defaultdict(list)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("eos-kill-final"),
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in (0, 1)])
-        ended: set[int] = set()
-
-        def drained() -> bool:
-            for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.add(msg.partition())
-                    continue
-                seen[msg.key().decode()].append(struct.unpack(">q", msg.value())[0])
-            return ended == {0, 1}
-        wait_until(drained, 60, f"the end of {topic} (read_committed)")
-    finally:
-        consumer.close()
+    for msg in read_to_end(bootstrap, topic, 2, isolation_level="read_committed"):
+        seen[msg.key().decode()].append(struct.unpack(">q", msg.value())[0])
     return dict(seen)
 
 
@@ -142,28 +127,12 @@ def _transactional_ids(bootstrap: str, prefix: str) -> dict[str, int]:
     Kafka's TransactionLog key: version int16, then the id as an int16-sized string), each with
     the partition it was found in."""
     found: dict[str, int] = {}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("eos-kill-txnlog"),
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        consumer.assign([TopicPartition("__transaction_state", p, OFFSET_BEGINNING)
-                         for p in range(TXN_PARTITIONS)])
-        ended: set[int] = set()
-
-        def drained() -> bool:
-            for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error():
-                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                    ended.add(msg.partition())
-                    continue
-                key = msg.key()
-                size = struct.unpack(">h", key[2:4])[0]
-                tid = key[4:4 + size].decode()
-                if tid.startswith(prefix):
-                    found[tid] = msg.partition()
-            return len(ended) == TXN_PARTITIONS
-        wait_until(drained, 60, "the end of __transaction_state")
-    finally:
-        consumer.close()
+    for msg in read_to_end(bootstrap, "__transaction_state", TXN_PARTITIONS):
+        key = msg.key()
+        size = struct.unpack(">h", key[2:4])[0]
+        tid = key[4:4 + size].decode()
+        if tid.startswith(prefix):
+            found[tid] = msg.partition()
     return found
 
 
