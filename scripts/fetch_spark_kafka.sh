@@ -8,20 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 home="${KAFKALITE_SPARK_KAFKA_HOME:-$HOME/.cache/kafkalite/spark-kafka-4.2.0}"
-jars="$home/jars"
-stamp="$home/.pom.sha256"
-want="$(sha256sum jvm/spark-kafka/pom.xml | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
-    && ls "$jars"/spark-sql-kafka-0-10_2.13-4.2.0.jar >/dev/null 2>&1; then
-  echo "fetch_spark_kafka: Spark's Kafka connector 4.2.0 already in $jars" >&2
-  exit 0
-fi
-command -v mvn >/dev/null 2>&1 || { echo "fetch_spark_kafka: Maven (mvn) is needed: apt-get install maven" >&2; exit 1; }
-echo "fetch_spark_kafka: fetching Spark's Kafka connector 4.2.0 with Maven into $jars" >&2
-rm -rf "$jars.tmp"
-mvn -q -B -f jvm/spark-kafka/pom.xml dependency:copy-dependencies \
-  -DoutputDirectory="$jars.tmp" -DincludeScope=runtime
-rm -rf "$jars"
-mv "$jars.tmp" "$jars"
-echo "$want" > "$stamp"
-echo "fetch_spark_kafka: $(ls "$jars" | wc -l) jars in $jars" >&2
+exec bash scripts/maven_fetch.sh fetch_spark_kafka jvm/spark-kafka/pom.xml "$home/jars" \
+  spark-sql-kafka-0-10_2.13-4.2.0.jar
