@@ -4,6 +4,7 @@ under an acks=all producer and a consumer, with Jepsen-style accounting at the e
     python bench/chaos.py --minutes N [--seed S] [--leader-kills 100 --each-other 20]
                           [--kinds K1,K2] [--zk-session-ms 5000] [--no-namespaces] [--keep]
                           [--clients python|verifiable [--verifiable-throughput 500]]
+                          [--preload-offsets 300000] [--segment-bytes B]
 
 Cluster: 3 brokers, a topic with 3 partitions, replication factor 3, min.insync.replicas 2;
 tests/system/replication_tools.BackgroundProducer (acks=all) and a consumer run throughout. As
@@ -20,9 +21,13 @@ tmpfs filled: it halts; freed, restarted), ZooKeeper quorum loss (2 of 3 nodes k
 session expiry of a broker (SIGSTOP) and of the controller (cut from ZooKeeper), and a leader that
 is also the controller cut from ZooKeeper (issue 24's bug 6: its failover beside leader-kill's,
 ``--kinds leader-kill,leader-controller-cut-zk --leader-kills 3 --each-other 3 --zk-session-ms
-6000``). The schedule is ``--leader-kills`` leader kills plus ``--each-other`` of every other kind
-(of ``--kinds`` only, when given), shuffled with the seed; no new fault starts after
-``--minutes``. After each: heal, wait for recovery, log one line.
+6000``). ``--preload-offsets N`` first fills a topic of its own with N records per partition
+(chaos_preload.py: librdkafka, acks=all; every one read back at the end) and notes, per leader
+kill, what the restart re-verifies (issue 24, bug 5: ``--kinds leader-kill --preload-offsets
+300000 --segment-bytes 1048576``); ``--segment-bytes`` is the brokers' log.segment.bytes. The
+schedule is ``--leader-kills`` leader kills plus ``--each-other`` of every other kind (of
+``--kinds`` only, when given), shuffled with the seed; no new fault starts after ``--minutes``.
+After each: heal, wait for recovery, log one line.
 
 At the end: every fault healed, the producer stopped, the consumer caught up, everything read
 back, the brokers stopped cleanly and their logs compared at rest. Prints per fault kind the
@@ -33,7 +38,8 @@ consumed, the failed sends (and their exception classes), and the lost / misplac
 consumed records acknowledged in it.
 
 Exit status 1 when records were lost, misplaced or divergent, a live consumer read a record the
-log does not hold (or, with the verifiable clients, never got an acknowledged one), or the cluster did not recover from a fault (the run stops at that fault,
+log does not hold (or, with the verifiable clients, never got an acknowledged one), a preload record
+was not read back, or the cluster did not recover from a fault (the run stops at that fault,
 prints what it waited for, and keeps the logs); 0 otherwise.
 """
 
@@ -120,6 +126,10 @@ def main() -> int:
                              "verifiable: Kafka 2.8.2's VerifiableProducer/VerifiableConsumer")
     parser.add_argument("--verifiable-throughput", type=int, default=500,
                         help="the VerifiableProducer's --throughput (records/s)")
+    parser.add_argument("--preload-offsets", type=int, default=0,
+                        help="records per partition of a preload topic written before the faults")
+    parser.add_argument("--segment-bytes", type=int, default=None,
+                        help="the brokers' log.segment.bytes (default: Kafka's 1 GiB)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
@@ -146,6 +156,7 @@ class Run:
         self.network = self.ensemble = self.cluster = self.disk = None
         self.producer = self.consumer = None
         self.marks, self.failure_marks = [], []    # failure_marks: one Counter per mark
+        self.preload_acked, self.preload_problems, self.watch = None, [], None
 
     def say(self, what):
         log.info("[%7.1f s] %s", time.monotonic() - self.started, what)
@@ -173,10 +184,14 @@ class Run:
         settings = dict(BROKER_SETTINGS)
         if self.args.zk_session_ms:
             settings["zookeeper.session.timeout.ms"] = self.args.zk_session_ms
+        if self.args.segment_bytes:
+            settings["log.segment.bytes"] = self.args.segment_bytes
         self.cluster = FaultCluster(self.network, self.ensemble,
                                     os.path.join(self.workdir, "brokers"), 3, settings)
         reason = SmallDisk.unavailable_reason()
-        if reason is None:
+        if self.args.kinds and "full-disk" not in self.args.kinds.split(","):
+            pass        # no tmpfs for a fault not scheduled: broker 3's log on disk as the others
+        elif reason is None:
             disk = SmallDisk(self.cluster.kafka.brokers[DISK_BROKER].log_dir, DISK_BROKER)
             try:
                 disk.mount()
@@ -184,7 +199,7 @@ class Run:
                 available.add("disk")
             except OSError as exc:
                 reason = str(exc)
-        if reason is not None:
+        if reason is not None and "disk" not in available:
             skipped["disk"] = reason
         self.cluster.start()
         return available, skipped
@@ -215,6 +230,8 @@ class Run:
             meta = wait_until(lambda: kafka.partition_metadata(TOPIC, p), 30,
                               f"partition {p} in the metadata")
             replicas[p] = list(meta.replicas)
+        if self.args.preload_offsets:
+            self.run_preload(replicas)
         self.probes = Probes(TOPIC)
         if self.args.clients == "verifiable":
             from chaos_verifiable import VerifiableConsumer, VerifiableProducer
@@ -230,6 +247,7 @@ class Run:
         chaos = Chaos(self.cluster, TOPIC, replicas, rng, self.probes, self.producer,
                       self.disk, self.args.recovery_timeout)
         self.chaos = chaos
+        chaos.restart_watch = self.watch
         chaos.recover(time.monotonic())
         chaos.producer_going_on(200)
         # a JVM consumer joins its group seconds after the producer starts: faults wait for it
@@ -271,10 +289,31 @@ class Run:
         print("\nfaults completed: " + ", ".join(f"{k} {done.get(k, 0)}/{kinds.count(k)}"
                                                 for k in dict.fromkeys(kinds)))
         print(timing_table(timings, list(FAULTS)))
+        if self.watch is not None:
+            print(self.watch.summary())
         if stuck is not None:
             self.report_stuck(*stuck)
         result = self.account()
-        return result.failed or stuck is not None
+        return result.failed or stuck is not None or bool(self.preload_problems)
+
+    def run_preload(self, replicas) -> None:
+        """``--preload-offsets``: chaos_preload's topic filled before the faults."""
+        from chaos_preload import PRELOAD_TOPIC, RestartWatch, preload
+        from kafkalite.local.cluster import wait_until
+        from replication_tools import create_topic
+
+        kafka = self.cluster.kafka
+        create_topic(kafka.bootstrap_servers, PRELOAD_TOPIC, PARTITIONS, 3,
+                     min_insync_replicas=2)
+        for p in range(PARTITIONS):
+            wait_until(lambda: kafka.partition_metadata(PRELOAD_TOPIC, p), 30,
+                       f"{PRELOAD_TOPIC} partition {p} in the metadata")
+        self.preload_acked, seconds = preload(kafka.bootstrap_servers, PARTITIONS,
+                                              self.args.preload_offsets)
+        self.watch = RestartWatch(kafka)
+        self.say(f"preloaded {PRELOAD_TOPIC}: {PARTITIONS} x {self.args.preload_offsets} records "
+                 f"(acks=all) in {seconds:.1f} s; log.segment.bytes "
+                 f"{self.args.segment_bytes or 'default (1 GiB)'}")
 
     def client_counters(self) -> dict[str, int]:
         """The clients' cumulative counts, for the per-fault table."""
@@ -372,6 +411,14 @@ class Run:
         live_reads = self.consumer.reads
         live = {p: {o: v for o, v in r.items() if o < ends[p]} for p, r in live_reads.items()}
         result.consumer_mismatches = consumer_mismatches(live, reads)
+        if self.preload_acked is not None:
+            from chaos_preload import check_preload
+
+            self.preload_problems = check_preload(kafka.bootstrap_servers, PARTITIONS,
+                                                  self.preload_acked)
+            self.say(f"preload read back by confluent-kafka: "
+                     f"{sum(map(len, self.preload_acked.values()))} acknowledged, "
+                     f"{len(self.preload_problems)} problems {self.preload_problems[:5]}")
         self.say(f"read back {result.read} records below the high watermarks {ends}; "
                  f"stopping the brokers to compare their logs at rest")
         kafka.stop()
@@ -399,7 +446,8 @@ class Run:
                             ("acknowledged, never consumed", result.not_consumed or [])):
             for item in items[:10]:
                 print(f"  {name}: {item}")
-        print(f"\nseed {self.seed}; {'FAILED' if result.failed else 'OK'}")
+        failed = result.failed or bool(self.preload_problems)
+        print(f"\nseed {self.seed}; {'FAILED' if failed else 'OK'}")
         return result
 
     def verifiable_table(self, acked_values, live_reads, result) -> None:

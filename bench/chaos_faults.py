@@ -54,6 +54,8 @@ class Chaos:
         self.probes, self.producer, self.disk = probes, producer, disk
         self.recovery_timeout_s = recovery_timeout_s
         self.down: set[int] = set()        # brokers a fault stopped on purpose
+        #: chaos_preload.RestartWatch (``--preload-offsets``): what a killed leader re-verifies
+        self.restart_watch: Any = None
 
     # ------------------------------------------------------------------------------ reading
 
@@ -160,9 +162,14 @@ def leader_kill(chaos: Chaos) -> FaultResult:
     chaos.down.add(victim)
     chaos.cluster.kill(victim)
     failover = chaos.failover(led, victim, started)
+    watch = chaos.restart_watch
+    note = watch.killed(victim) if watch else ""   # from the files, before the restart reads them
     healing = time.monotonic()
     chaos.cluster.restart(victim, wait=False)
-    return FaultResult("leader-kill", f"b{victim} (led {led})", failover, chaos.recover(healing))
+    recovery = chaos.recover(healing)
+    if watch:
+        note += watch.recovered(victim)
+    return FaultResult("leader-kill", f"b{victim} (led {led})", failover, recovery, note)
 
 
 def leader_cut_from_zookeeper(chaos: Chaos) -> FaultResult:

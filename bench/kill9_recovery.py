@@ -38,18 +38,21 @@ TOPIC = "kill9"
 LOGGED = re.compile(r"recovered (\d+) log\(s\) in \S+: re-verified (\d+) segment\(s\), (\d+) bytes")
 
 
-def to_reverify(log_dir: str, topic: str) -> tuple[int, int, int]:
-    """(segments, bytes, total bytes) the next unclean start re-verifies, from the files."""
+def to_reverify(log_dir: str, topic: str | None = None) -> tuple[int, int, int]:
+    """(segments, bytes, total bytes) the next unclean start re-verifies, from the files: of
+    ``topic``'s partitions, or of every partition in ``log_dir`` (None)."""
     points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
     segments = size = total = 0
     for name in os.listdir(log_dir):
         path = os.path.join(log_dir, name)
         head, _, tail = name.rpartition("-")
-        if head != topic or not tail.isdigit() or not os.path.isdir(path):
+        if (topic is not None and head != topic) or not head or not tail.isdigit() \
+                or not os.path.isdir(path):
             continue
+        topic_of = head
         partition = int(tail)
         bases = sorted(int(f[:20]) for f in os.listdir(path) if f.endswith(".log"))
-        first = max(0, bisect_right(bases, points.get((topic, partition), 0)) - 1)
+        first = max(0, bisect_right(bases, points.get((topic_of, partition), 0)) - 1)
         for i, base in enumerate(bases):
             bytes_ = os.path.getsize(os.path.join(path, f"{base:020d}.log"))
             total += bytes_
