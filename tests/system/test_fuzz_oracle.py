@@ -294,3 +294,23 @@ def test_a_partition_advertised_without_its_leader_hosting_it_is_a_problem():
     assert problems == ["broker 2 advertises t-64 with leader 1, which answers "
                         "NOT_LEADER_OR_FOLLOWER"]
     assert [(port, key) for port, key, _ in asked] == [(9001, 2)]
+
+
+def _token_answer(error_code: int) -> bytes:
+    from kafkalite.protocol.kafka.convert.delegation_tokens import CREATE_DELEGATION_TOKEN
+
+    values = CREATE_DELEGATION_TOKEN.response(
+        m.CreateDelegationTokenResponse(error_code=error_code), 2)
+    return codec.encode_response(38, 2, 11, values)
+
+
+def test_kafkas_own_minus_one_timestamps_in_a_token_error_answer_pass():
+    """Kafka 2.8 answers a refused CreateDelegationToken with timestamps of -1, which kio will
+    not read (the 1,000,000-case run of 2026-11-26 reported it); only in an error answer."""
+    request = codec.encode_request(38, 2, 11, "oracle", {"renewers": [], "max_lifetime": -1})
+    data = frame(request)
+    ranges = {**RANGES, 38: (1, 2)}
+    expected = expect(classify(complete_frames(data), ranges))
+    assert judge(data, [_token_answer(65)], 0, "answered", expected) is None   # TOKEN_DISABLED
+    problem = judge(data, [_token_answer(0)], 0, "answered", expected)
+    assert problem is not None and "negative timestamp" in problem
