@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -73,6 +74,9 @@ def main() -> int:
     from kafkalite.local.cluster import LocalCluster
     from kafkalite.local.zookeeper import start_zookeeper
 
+    # a SIGTERM (kill, timeout) ends the run through the finally below, so its ZooKeeper and
+    # brokers stop with it instead of running on
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     workdir = tempfile.mkdtemp(prefix="kafkalite-fuzz-")
     zk = start_zookeeper(os.path.join(workdir, "zk"))
     cluster = LocalCluster(zk.connect_string + "/fuzz-" + uuid.uuid4().hex[:8], num_brokers=3,
