@@ -80,3 +80,58 @@ def test_a_negative_timeout_expires_at_once_instead_of_failing():
     assert result == []
     clock.advance(0)
     assert result == [("timed out", 0)] and purgatory.watched() == 0
+
+
+def test_a_fetch_completed_through_one_key_does_not_stay_listed_under_its_idle_ones():
+    # a follower's fetch watches every partition it follows; a produce to one of them completes
+    # it: under steady traffic the idle partitions' lists must not keep every completed fetch
+    from kafkalite.server.purgatory import PURGE_MIN_ENTRIES
+
+    clock, state = Clock(), {"value": 0}
+    purgatory = Purgatory("p", clock)
+    for n in range(1, 5 * PURGE_MIN_ENTRIES):
+        done = _results(purgatory.try_complete_else_watch(WaitFor(500, state, n),
+                                                           ["hot", "idle-1", "idle-2"]))
+        state["value"] = n
+        assert purgatory.check("hot") == 1 and done == [("done", n)]
+        clock.advance(0)             # the reactor's next turn, where a purge runs
+        if n % 97 == 0:
+            assert purgatory.listed() <= 2 * PURGE_MIN_ENTRIES
+    assert purgatory.watched() == 0
+    purgatory.purge_completed()
+    assert purgatory.listed() == 0
+
+
+def test_a_purge_keeps_waiting_operations_and_runs_outside_checks():
+    from kafkalite.server.purgatory import PURGE_MIN_ENTRIES
+
+    clock, state = Clock(), {"value": 0}
+    purgatory = Purgatory("p", clock)
+    waiting = _results(purgatory.try_complete_else_watch(WaitFor(10_000, state, 10**9),
+                                                         ["a", "b"]))
+    for n in range(1, PURGE_MIN_ENTRIES):
+        purgatory.try_complete_else_watch(WaitFor(500, state, n), ["a", "b"])
+        state["value"] = n
+        purgatory.check("a")
+    assert purgatory.listed() >= PURGE_MIN_ENTRIES      # not purged yet: no reactor turn
+    clock.advance(0)
+    assert purgatory.listed() == 2 and purgatory.watched() == 1
+    state["value"] = 10**9
+    assert purgatory.check("b") == 1 and waiting == [("done", 10**9)]
+
+
+def test_purges_grow_apart_with_the_number_of_live_watches():
+    # a purge walks every entry: with many live operations it waits for as many new entries,
+    # so its cost stays a constant per watch
+    from kafkalite.server.purgatory import PURGE_MIN_ENTRIES
+
+    clock = Clock()
+    purgatory = Purgatory("p", clock)
+    for n in range(PURGE_MIN_ENTRIES):
+        purgatory.try_complete_else_watch(WaitFor(10_000, {"value": 0}, 1), [n])
+    clock.advance(0)                 # a purge, which drops nothing
+    assert purgatory.listed() == PURGE_MIN_ENTRIES
+    for n in range(PURGE_MIN_ENTRIES, 2 * PURGE_MIN_ENTRIES - 1):
+        purgatory.try_complete_else_watch(WaitFor(10_000, {"value": 0}, 1), [n])
+    assert not clock.getDelayedCalls() or all(c.getTime() > 0 for c in clock.getDelayedCalls())
+    assert purgatory._purge_call is None     # the next purge waits for 2 x the live entries
