@@ -43,6 +43,7 @@ def run_broker(config: BrokerConfig, log_level: str = "INFO") -> int:
 
     from kafkalite.cli.logging_setup import setup_logging
     from kafkalite.server.broker import BrokerService
+    from kafkalite.server.gc_policy import freeze_startup_objects
 
     setup_logging(log_level)
     broker = BrokerService(config, reactor)
@@ -55,8 +56,12 @@ def run_broker(config: BrokerConfig, log_level: str = "INFO") -> int:
             reactor.stop()
 
     def start():
-        broker.ready.addErrback(failed)
+        broker.ready.addCallbacks(frozen, failed)
         broker.startService()
+
+    def frozen(_):
+        # the start-up state out of the gc's full walks (server.gc_policy: tail latency)
+        freeze_startup_objects()
 
     def on_signal(signum, frame):
         log.info("received %s: shutting down", signal.Signals(signum).name)
