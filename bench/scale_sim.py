@@ -309,8 +309,10 @@ class Bench:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         per_topic = self.expected // self.args.topics
+        # librdkafka gives up on any request after socket.timeout.ms (60 s by default, 300 s
+        # at most): a loaded Kafka controller answered 900 partitions' CreateTopics later
         admin = AdminClient({"bootstrap.servers": ",".join(system.address(b) for b in ids),
-                             "log_level": 0})
+                             "socket.timeout.ms": 300_000, "log_level": 0})
         topics = [NewTopic(f"{TOPIC_PREFIX}{i:03d}", per_topic, 3)
                   for i in range(self.args.topics)]
         t0 = time.monotonic()
