@@ -2,7 +2,7 @@
 same clients, the same settings and the same warm-up; one table and JSON lines (issue 26, item 1).
 
     .venv/bin/python bench/vs_kafka.py [--quick] [--reps 3] [--json PATH]
-                                       [--systems kafkalite kafka]
+                                       [--systems kafkalite kafka] [--only latency]
 
 One ZooKeeper; each system gets a chroot of its own and is measured alone: first a 1-broker
 cluster, then a 3-broker one, both stopped before the other system starts. Every measured shape
@@ -95,8 +95,9 @@ class Row:
 
 
 class Bench:
-    def __init__(self, sizes: Sizes, workdir: str):
+    def __init__(self, sizes: Sizes, workdir: str, only: str | None = None):
         self.sizes = sizes
+        self.only = only      # "latency": the latency rows alone
         self.workdir = workdir
         self.rows: dict[str, Row] = {}
         self.binary = clients.rdkafka_performance()
@@ -181,66 +182,73 @@ class Bench:
 
     # --- the rows ----------------------------------------------------------------------------
     def one_broker(self, zk_connect: str) -> None:
-        s, rdk = self.sizes, self.binary
         cluster = self.cluster(zk_connect, 1)
         try:
-            self.record("up1", "1 broker up, answering metadata", "s", False, self.start(cluster))
+            up = self.start(cluster)
             boot = cluster.bootstrap_servers
             [pid] = self.pids(cluster)
-            self.record("rss_idle1", "broker memory at idle (1 broker)", "MB", False, _rss_mb(pid))
-            one = self.topic(boot, 1, 1)
-            cpu0 = _cpu_s(pid)
-            self.measure("p1", "produce 1 broker, 1 partition, acks=1 (rdkafka_perf)", "rec/s",
-                         True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1"))
-            passes = int(s.warm_up) + s.reps
-            self.record("cpu1", "broker CPU s per 1M records produced (row above)", "s", False,
-                        (_cpu_s(pid) - cpu0) / (passes * s.records / 1e6))
-            self.measure("c1", "consume, same partition (rdkafka_perf)", "rec/s", True,
-                         lambda: clients.rdk_consume(rdk, boot, one, s.records))
-            six = self.topic(boot, 6, 1)
-            self.measure("p6", "produce 1 broker, 6 partitions, acks=1 (rdkafka_perf)", "rec/s",
-                         True, lambda: clients.rdk_produce(rdk, boot, six, s.records, 100, "1"))
-            self.measure("p1kb", "produce 1 broker, 1 partition, 1 KB records", "rec/s", True,
-                         lambda: clients.rdk_produce(rdk, boot, one, s.records // 4, 1000, "1"))
-            self.measure("p1lz4", "produce 1 broker, 1 partition, lz4 (rdkafka_perf)", "rec/s",
-                         True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1",
-                                                           compression="lz4"))
-            self.measure("p10", "produce 1 partition, 10 producers at once (rdkafka_perf)",
-                         "rec/s", True, lambda: clients.rdk_produce_many(
-                             rdk, boot, one, s.records, 100, "1", producers=10))
-            for count in (100, 1000):
-                spread = self.topic(boot, count, 1)
-                self.measure(f"p{count}", f"produce 1 broker, spread over {count:,} partitions",
-                             "rec/s", True, lambda: clients.rdk_produce(
-                                 rdk, boot, spread, s.records // 2, 100, "1"))
-            self.record("rss_load1", "broker memory after the throughput rows (1 broker)", "MB",
-                        False, _rss_mb(pid))
-            self.measure("pjava", "produce 1 partition, acks=1 (Java ProducerPerformance)",
-                         "rec/s", True,
-                         lambda: clients.java_produce(boot, one, s.java_records, 100, "1"))
-            loop = self.topic(boot, 1, 1)
-            self.measure("pck", "produce, confluent-kafka Python loop", "rec/s", True,
-                         lambda: clients.confluent_produce(boot, loop, s.loop_records, 100, "1"))
-            self.measure("cck", "consume, confluent-kafka Python loop", "rec/s", True,
-                         lambda: clients.confluent_consume(boot, loop, s.loop_records))
-            if self.system == "kafkalite":
-                # kafkalite's own client speaks kafkalite's native protocol, which Kafka does not
-                # serve: these rows have no Kafka figure (the JSON says "only": "kafkalite")
-                own = self.topic(boot, 1, 1)
-                self.measure("pkl", "produce, kafkalite client Python loop (kafkalite only)",
-                             "rec/s", True, lambda: clients.kafkalite_produce(
-                                 boot, own, s.loop_records, 100, "1"))
-                self.measure("ckl", "consume, kafkalite client Python loop (kafkalite only)",
-                             "rec/s", True,
-                             lambda: clients.kafkalite_consume(boot, own, s.loop_records))
+            if self.only != "latency":
+                self.record("up1", "1 broker up, answering metadata", "s", False, up)
+                self.one_broker_throughput(boot, pid)
             for rate in (1000, 5000):
                 self.latency(boot, 1, "1", rate, end_to_end=False)
             for rate in (1000, 5000):
                 self.latency(boot, 1, "1", rate, end_to_end=True)
-            self.record("rss_end1", "broker memory after the runs (1 broker)", "MB", False,
-                        _rss_mb(pid))
+            if self.only != "latency":
+                self.record("rss_end1", "broker memory after the runs (1 broker)", "MB", False,
+                            _rss_mb(pid))
         finally:
             cluster.stop()
+
+    def one_broker_throughput(self, boot: str, pid: int) -> None:
+        """The 1-broker throughput, memory and CPU rows."""
+        s, rdk = self.sizes, self.binary
+        self.record("rss_idle1", "broker memory at idle (1 broker)", "MB", False, _rss_mb(pid))
+        one = self.topic(boot, 1, 1)
+        cpu0 = _cpu_s(pid)
+        self.measure("p1", "produce 1 broker, 1 partition, acks=1 (rdkafka_perf)", "rec/s",
+                     True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1"))
+        passes = int(s.warm_up) + s.reps
+        self.record("cpu1", "broker CPU s per 1M records produced (row above)", "s", False,
+                    (_cpu_s(pid) - cpu0) / (passes * s.records / 1e6))
+        self.measure("c1", "consume, same partition (rdkafka_perf)", "rec/s", True,
+                     lambda: clients.rdk_consume(rdk, boot, one, s.records))
+        six = self.topic(boot, 6, 1)
+        self.measure("p6", "produce 1 broker, 6 partitions, acks=1 (rdkafka_perf)", "rec/s",
+                     True, lambda: clients.rdk_produce(rdk, boot, six, s.records, 100, "1"))
+        self.measure("p1kb", "produce 1 broker, 1 partition, 1 KB records", "rec/s", True,
+                     lambda: clients.rdk_produce(rdk, boot, one, s.records // 4, 1000, "1"))
+        self.measure("p1lz4", "produce 1 broker, 1 partition, lz4 (rdkafka_perf)", "rec/s",
+                     True, lambda: clients.rdk_produce(rdk, boot, one, s.records, 100, "1",
+                                                       compression="lz4"))
+        self.measure("p10", "produce 1 partition, 10 producers at once (rdkafka_perf)",
+                     "rec/s", True, lambda: clients.rdk_produce_many(
+                         rdk, boot, one, s.records, 100, "1", producers=10))
+        for count in (100, 1000):
+            spread = self.topic(boot, count, 1)
+            self.measure(f"p{count}", f"produce 1 broker, spread over {count:,} partitions",
+                         "rec/s", True, lambda: clients.rdk_produce(
+                             rdk, boot, spread, s.records // 2, 100, "1"))
+        self.record("rss_load1", "broker memory after the throughput rows (1 broker)", "MB",
+                    False, _rss_mb(pid))
+        self.measure("pjava", "produce 1 partition, acks=1 (Java ProducerPerformance)",
+                     "rec/s", True,
+                     lambda: clients.java_produce(boot, one, s.java_records, 100, "1"))
+        loop = self.topic(boot, 1, 1)
+        self.measure("pck", "produce, confluent-kafka Python loop", "rec/s", True,
+                     lambda: clients.confluent_produce(boot, loop, s.loop_records, 100, "1"))
+        self.measure("cck", "consume, confluent-kafka Python loop", "rec/s", True,
+                     lambda: clients.confluent_consume(boot, loop, s.loop_records))
+        if self.system == "kafkalite":
+            # kafkalite's own client speaks kafkalite's native protocol, which Kafka does not
+            # serve: these rows have no Kafka figure (the JSON says "only": "kafkalite")
+            own = self.topic(boot, 1, 1)
+            self.measure("pkl", "produce, kafkalite client Python loop (kafkalite only)",
+                         "rec/s", True, lambda: clients.kafkalite_produce(
+                             boot, own, s.loop_records, 100, "1"))
+            self.measure("ckl", "consume, kafkalite client Python loop (kafkalite only)",
+                         "rec/s", True,
+                         lambda: clients.kafkalite_consume(boot, own, s.loop_records))
 
     def latency(self, boot: str, rf: int, acks: str, rate: int, end_to_end: bool) -> None:
         """p50 / p99 / p99.9 rows of one latency shape; each pass on a fresh 1-partition topic."""
@@ -275,20 +283,24 @@ class Bench:
         s, rdk = self.sizes, self.binary
         cluster = self.cluster(zk_connect, 3)
         try:
-            self.record("up3", "3-broker cluster up, every broker answering metadata", "s",
-                        False, self.start(cluster))
+            up = self.start(cluster)
             boot = cluster.bootstrap_servers
             pids = self.pids(cluster)
-            self.record("rss_idle3", "broker memory at idle (3 brokers, sum)", "MB", False,
-                        sum(_rss_mb(pid) for pid in pids))
-            topic = self.topic(boot, 3, 3, **{"min.insync.replicas": "2"})
-            self.measure("p3all", "produce 3 brokers, rf 3, 3 partitions, acks=all, min.isr 2",
-                         "rec/s", True,
-                         lambda: clients.rdk_produce(rdk, boot, topic, s.records // 2, 100, "-1"))
-            self.record("rss_load3", "broker memory after the acks=all row (3 brokers, sum)",
-                        "MB", False, sum(_rss_mb(pid) for pid in pids))
+            if self.only != "latency":
+                self.record("up3", "3-broker cluster up, every broker answering metadata", "s",
+                            False, up)
+                self.record("rss_idle3", "broker memory at idle (3 brokers, sum)", "MB", False,
+                            sum(_rss_mb(pid) for pid in pids))
+                topic = self.topic(boot, 3, 3, **{"min.insync.replicas": "2"})
+                self.measure("p3all", "produce 3 brokers, rf 3, 3 partitions, acks=all, "
+                             "min.isr 2", "rec/s", True, lambda: clients.rdk_produce(
+                                 rdk, boot, topic, s.records // 2, 100, "-1"))
+                self.record("rss_load3", "broker memory after the acks=all row (3 brokers, sum)",
+                            "MB", False, sum(_rss_mb(pid) for pid in pids))
             self.latency(boot, 3, "-1", 1000, end_to_end=False)
             self.latency(boot, 3, "1", 1000, end_to_end=False)
+            if self.only == "latency":
+                return
             try:
                 self.failover(cluster, boot)
             except Exception as exc:    # noqa: BLE001 - the rows before it are kept
@@ -392,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, help="passes after the warm-up (default 3; 1 quick)")
     parser.add_argument("--json", help="write one JSON line per row to this file")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    parser.add_argument("--only", choices=["latency"],
+                        help="latency: only the delivery / end-to-end latency rows")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.reps:
@@ -400,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     from kafkalite.local.zookeeper import start_zookeeper
 
     workdir = tempfile.mkdtemp(prefix="vs-kafka-")
-    bench = Bench(sizes, workdir)
+    bench = Bench(sizes, workdir, args.only)
     started = time.monotonic()
     zookeeper = start_zookeeper(os.path.join(workdir, "zk"))
     try:
