@@ -166,6 +166,10 @@ def leader_kill(chaos: Chaos) -> FaultResult:
     note = watch.killed(victim) if watch else ""   # from the files, before the restart reads them
     healing = time.monotonic()
     chaos.cluster.restart(victim, wait=False)
+    if watch:   # the restart's first part: process start, log recovery, ZooKeeper registration
+        chaos.wait(lambda: victim in chaos.cluster.registered_brokers(),
+                   chaos.recovery_timeout_s, f"broker {victim} registered again")
+        note += watch.registered(victim, time.monotonic() - healing)
     recovery = chaos.recover(healing)
     if watch:
         note += watch.recovered(victim)

@@ -10,11 +10,12 @@ while the restart costs the same: a broker re-verifies every partition it hosts 
 registers. At the end every acknowledged preload record must be read back by confluent-kafka at
 its acknowledged offset (``preload_problems``); any other outcome fails the run.
 
-``RestartWatch`` notes for each leader kill what the restart will re-verify, counted from the
-files right after the kill -9 by the loader's rule (``kill9_recovery.to_reverify``: every segment
-from the one holding the checkpointed recovery point on), so that a broker that does not log the
-count (the code before issue 24's fix) is measured the same way; a broker that logs it is
-checked against it.
+``RestartWatch`` notes for each leader kill how long the restarted broker took to register in
+ZooKeeper again (the part of the recovery that log recovery is in) and what it re-verified,
+counted from the files right after the kill -9 by the loader's rule
+(``kill9_recovery.to_reverify``: every segment from the one holding the checkpointed recovery
+point on), so that a broker that does not log the count (the code before issue 24's fix) is
+measured the same way; a broker that logs it is checked against it.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class RestartWatch:
         self.kafka = kafka
         self.counted: list[tuple[int, int, int]] = []   # (segments, bytes, total bytes)
         self.logged: list[tuple[int, int]] = []         # (segments, bytes) the broker logged
+        self.registered_s: list[float] = []             # restart -> registered in ZooKeeper
         self._lines: dict[int, int] = {}
 
     def _logged_lines(self, broker_id: int) -> list[tuple[str, str, str]]:
@@ -130,6 +132,11 @@ class RestartWatch:
         return (f"re-verifies {segments} segment(s), {size / 1e6:.1f} of {total / 1e6:.1f} MB "
                 f"({100 * size / max(total, 1):.0f}%)")
 
+    def registered(self, _broker_id: int, seconds: float) -> str:
+        """The restarted broker is registered again ``seconds`` after its restart began."""
+        self.registered_s.append(seconds)
+        return f"; registered {seconds:.1f} s after the restart"
+
     def recovered(self, broker_id: int) -> str:
         new = self._logged_lines(broker_id)[self._lines.get(broker_id, 0):]
         if not new:
@@ -140,7 +147,13 @@ class RestartWatch:
         return f"; it logged {segments} segment(s), {size / 1e6:.1f} MB"
 
     def summary(self) -> str:
-        return reverify_summary(self.counted, self.logged)
+        line = reverify_summary(self.counted, self.logged)
+        if self.registered_s:
+            line += (f"\nrestart -> registered in ZooKeeper (process start, log recovery): p50 "
+                     f"{statistics.median(self.registered_s):.2f} s, max "
+                     f"{max(self.registered_s):.2f} s; the rest of the recovery column is the "
+                     f"rejoin (LeaderAndIsr, catch-up, ISR expansion, a probe acknowledged)")
+        return line
 
 
 def reverify_summary(counted: list[tuple[int, int, int]], logged: list[tuple[int, int]]) -> str:

@@ -6,8 +6,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
-from chaos_preload import (LOGGED, VALUE_BYTES, preload_problems, preload_value,  # noqa: E402
-                           reverify_summary)
+from chaos_preload import (LOGGED, VALUE_BYTES, RestartWatch, preload_problems,  # noqa: E402
+                           preload_value, reverify_summary)
 from kill9_recovery import to_reverify  # noqa: E402
 
 from kafkalite import TopicPartition  # noqa: E402
@@ -68,3 +68,14 @@ def test_the_loaders_line_is_recognised_and_summed():
     assert summary == ("re-verified at restart (3 leader kills, counted from the files): p50 "
                        "2.0 MB, max 6.0 MB; p50 25%, max 100% of the broker's log; the brokers "
                        "log no count")
+
+
+def test_the_restart_watch_summary_splits_off_the_registration():
+    watch = RestartWatch(kafka=None)
+    assert watch.registered(1, 2.5) == "; registered 2.5 s after the restart"
+    watch.registered(2, 1.0)
+    watch.registered(3, 9.0)
+    watch.counted.append((1, 1_000_000, 2_000_000))
+    assert watch.summary().splitlines()[1].startswith(
+        "restart -> registered in ZooKeeper (process start, log recovery): p50 2.50 s, "
+        "max 9.00 s;")
