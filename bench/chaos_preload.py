@@ -31,6 +31,9 @@ VALUE_BYTES = 100
 #: the loader's per-data-dir line (kafkalite/log/manager.py), in brokers that log it
 LOGGED = re.compile(r"recovered (\d+) log\(s\) in \S+: re-verified (\d+) segment\(s\), "
                     r"(\d+) bytes")
+#: the broker's own start-up lines, with their times (milliseconds where the broker logs them)
+STEP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:,(\d{3}))?\] INFO (?:broker \d+ "
+                  r"(starting)|(loading logs) from|broker \d+ (registered) at)", re.M)
 
 
 def preload_value(partition: int, number: int) -> bytes:
@@ -118,6 +121,7 @@ class RestartWatch:
         self.counted: list[tuple[int, int, int]] = []   # (segments, bytes, total bytes)
         self.logged: list[tuple[int, int]] = []         # (segments, bytes) the broker logged
         self.registered_s: list[float] = []             # restart -> registered in ZooKeeper
+        self.steps: list[tuple[float, float]] = []      # startup_steps of each restart
         self._lines: dict[int, int] = {}
 
     def _logged_lines(self, broker_id: int) -> list[tuple[str, str, str]]:
@@ -138,13 +142,20 @@ class RestartWatch:
         return f"; registered {seconds:.1f} s after the restart"
 
     def recovered(self, broker_id: int) -> str:
-        new = self._logged_lines(broker_id)[self._lines.get(broker_id, 0):]
+        text = self.kafka.brokers[broker_id].log_tail(10**7)
+        steps = startup_steps(text)
+        said = ""
+        if steps:
+            self.steps.append(steps)
+            said = (f"; in its log: loading logs -> registered {steps[0]:.1f} s (starting -> "
+                    f"registered {steps[1]:.1f} s)")
+        new = LOGGED.findall(text)[self._lines.get(broker_id, 0):]
         if not new:
-            return "; the broker logs no count"
+            return said + "; the broker logs no count"
         segments = sum(int(s) for _n, s, _b in new)
         size = sum(int(b) for _n, _s, b in new)
         self.logged.append((segments, size))
-        return f"; it logged {segments} segment(s), {size / 1e6:.1f} MB"
+        return said + f"; it logged {segments} segment(s), {size / 1e6:.1f} MB"
 
     def summary(self) -> str:
         line = reverify_summary(self.counted, self.logged)
@@ -153,7 +164,35 @@ class RestartWatch:
                      f"{statistics.median(self.registered_s):.2f} s, max "
                      f"{max(self.registered_s):.2f} s; the rest of the recovery column is the "
                      f"rejoin (LeaderAndIsr, catch-up, ISR expansion, a probe acknowledged)")
+        if self.steps:
+            loaded = [a for a, _b in self.steps]
+            line += (f"\nin the brokers' logs, 'loading logs' -> 'registered' (the log recovery "
+                     f"and the rest of the start-up): p50 {statistics.median(loaded):.2f} s, max "
+                     f"{max(loaded):.2f} s; 'starting' -> 'registered' p50 "
+                     f"{statistics.median(b for _a, b in self.steps):.2f} s (the rest of the "
+                     f"restart -> registered time is the process start before 'starting')")
         return line
+
+
+def startup_steps(log_text: str) -> tuple[float, float] | None:
+    """For the broker's last start in ``log_text``: seconds from 'loading logs' (the log recovery
+    starts; the rest up to the registration is short: services, listeners, a ZooKeeper write)
+    and from 'starting' to 'registered'; None if that start has not registered yet. The times
+    have the log's resolution (1 s in brokers that log no milliseconds)."""
+    from datetime import datetime
+
+    last: dict[str, float] = {}
+    for stamp, millis, starting, loading, registered in STEP.findall(log_text):
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").timestamp() + int(millis or 0) / 1e3
+        if starting:
+            last = {"starting": at}
+        elif loading and "starting" in last:
+            last["loading"] = at
+        elif registered and "starting" in last:
+            last["registered"] = at
+    if "registered" not in last or "loading" not in last:
+        return None
+    return last["registered"] - last["loading"], last["registered"] - last["starting"]
 
 
 def reverify_summary(counted: list[tuple[int, int, int]], logged: list[tuple[int, int]]) -> str:

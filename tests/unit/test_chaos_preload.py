@@ -7,7 +7,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
 from chaos_preload import (LOGGED, VALUE_BYTES, RestartWatch, preload_problems,  # noqa: E402
-                           preload_value, reverify_summary)
+                           preload_value, reverify_summary, startup_steps)
 from kill9_recovery import to_reverify  # noqa: E402
 
 from kafkalite import TopicPartition  # noqa: E402
@@ -79,3 +79,15 @@ def test_the_restart_watch_summary_splits_off_the_registration():
     assert watch.summary().splitlines()[1].startswith(
         "restart -> registered in ZooKeeper (process start, log recovery): p50 2.50 s, "
         "max 9.00 s;")
+
+
+def test_startup_steps_read_the_last_start_with_or_without_milliseconds():
+    log = ("[2026-11-26 19:58:01,000] INFO broker 1 starting: zookeeper.connect=x (b)\n"
+           "[2026-11-26 19:58:01,250] INFO loading logs from /d (unclean shutdown) (m)\n"
+           "[2026-11-26 19:58:03,750] INFO broker 1 registered at /brokers/ids/1 (b)\n"
+           "[2026-11-26 19:59:00] INFO broker 1 starting: zookeeper.connect=x (b)\n"
+           "[2026-11-26 19:59:01] INFO loading logs from /d (unclean shutdown) (m)\n")
+    assert startup_steps(log) is None           # the last start has not registered yet
+    assert startup_steps(log.rsplit("\n", 3)[0] + "\n") == (2.5, 2.75)
+    assert startup_steps(log + "[2026-11-26 19:59:04] INFO broker 1 registered at /b (b)\n"
+                         ) == (3.0, 4.0)
