@@ -4,6 +4,7 @@ kafkalite, then Apache Kafka 2.8.2 the same way in the same run (issue 26, item 
 
     .venv/bin/python bench/scale_sim.py [--brokers 9] [--partitions 10000] [--topics 100]
                                         [--systems kafkalite kafka] [--json PATH]
+    .venv/bin/python bench/scale_sim.py --report PATH...       # the table of --json files
     .venv/bin/python bench/scale_sim.py --partitions 900 --topics 9     # a quick run
 
 Needs root, ``ip`` and ``nft`` (the fault toolkit, ``kafkalite.testing.faults``, builds the
@@ -51,7 +52,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from scale_sim_probe import TOPIC_PREFIX, Figure, View, fetch_view, table  # noqa: E402
+from scale_sim_probe import (TOPIC_PREFIX, Figure, View, fetch_view, read_figures,  # noqa: E402
+                             table)
 
 from kafkalite.local.procs import Placement, parent_death_preexec  # noqa: E402
 
@@ -247,8 +249,9 @@ class Bench:
                                t0, "every broker listing every broker", start_timeout_s)
         self.record(name, "start", f"start: {len(ids)} brokers answering Metadata", secs)
 
-        secs, acked = self.create_topics(system, ids)
-        self.record(name, "create_acked", f"create {n} partitions: AdminClient answered", acked)
+        secs, acked, note = self.create_topics(system, ids)
+        self.record(name, "create_acked", f"create {n} partitions: AdminClient answered", acked,
+                    note=note)
         self.record(name, "create", f"create {n} partitions: every broker lists them led", secs)
         self.record(name, "rss", "resident memory of all brokers after creation",
                     rss_mb(system.pids()), unit="MB")
@@ -305,7 +308,8 @@ class Bench:
         self.record(system.name, "rejoin", "the old controller started again: full ISRs "
                     "everywhere", secs)
 
-    def create_topics(self, system: System, ids: list[int]) -> tuple[float, float]:
+    def create_topics(self, system: System, ids: list[int]) -> tuple[float, float | None, str]:
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
         per_topic = self.expected // self.args.topics
@@ -317,12 +321,21 @@ class Bench:
                   for i in range(self.args.topics)]
         t0 = time.monotonic()
         futures = admin.create_topics(topics, request_timeout=self.args.phase_timeout)
-        for future in futures.values():
-            future.result(self.args.phase_timeout)
-        acked = time.monotonic() - t0
+        acked, note = None, ""
+        try:
+            for future in futures.values():
+                future.result(self.args.phase_timeout)
+            acked = time.monotonic() - t0
+        except KafkaException as exc:
+            # the request may time out in the client while the controller goes on creating:
+            # what is measured is when the brokers list the partitions
+            if exc.args[0].code() != KafkaError._TIMED_OUT:
+                raise
+            note = (f"the AdminClient gave up after {time.monotonic() - t0:.0f} s "
+                    f"(librdkafka's socket.timeout.ms, 300 s at most): {exc.args[0].str()}")
         secs = self.wait_views(system, ids, lambda v: v.all_led(self.expected, ids), t0,
                                "every partition listed with a leader")
-        return secs, acked
+        return secs, acked, note
 
 
 def _brief(value: object) -> str:
@@ -382,7 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phase-timeout", type=float, default=900.0)
     parser.add_argument("--json", help="append one JSON line per figure to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs)")
+    parser.add_argument("--report", metavar="JSONL", nargs="+",
+                        help="run nothing: print the table of these --json files' figures (the "
+                             "last figure of each system and measure wins)")
     args = parser.parse_args(argv)
+    if args.report:
+        print(table([f for path in args.report for f in read_figures(path)]))
+        return 0
     # kazoo warns of every dropped connection while the ensemble elects a leader: not news here
     logging.basicConfig(level=logging.ERROR)
     if args.partitions % args.topics:

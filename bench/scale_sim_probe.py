@@ -101,6 +101,18 @@ class Figure:
                            "note": self.note, **shape})
 
 
+def read_figures(path: str) -> list[Figure]:
+    """The figures of a ``--json`` file (several runs may have appended to it)."""
+    figures = []
+    with open(path) as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                figures.append(Figure(row["system"], row["key"], row["label"], row["value"],
+                                      row["load1"], row.get("note", ""), row.get("unit", "s")))
+    return figures
+
+
 def _cell(figure: Figure | None) -> str:
     if figure is None:
         return "not run"

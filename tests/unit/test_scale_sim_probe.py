@@ -15,7 +15,7 @@ from kafkalite.protocol.kafka import codec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
-from scale_sim_probe import Figure, View, table  # noqa: E402
+from scale_sim_probe import Figure, View, read_figures, table  # noqa: E402
 
 
 def _partition(index: int, leader: int, replicas: tuple, isr: tuple):
@@ -78,3 +78,13 @@ def test_table_ratio_and_missing_figures():
     assert "| restart | 12.0 s (load 2.0) | not reached | - |" in text
     assert "| memory | 700.0 MB (load 1.0) | not run | - |" in text
     assert "- kafka, restart: JVM out of memory" in text
+
+
+def test_json_lines_read_back(tmp_path):
+    path = tmp_path / "figures.jsonl"
+    written = [Figure("kafka", "create", "create", 61.5, 30.2, note="slow"),
+               Figure("kafkalite", "rss", "memory", 900.0, 3.0, unit="MB")]
+    path.write_text("".join(f.json_line({"partitions": 10}) + "\n" for f in written))
+    assert read_figures(str(path)) == [
+        Figure("kafka", "create", "create", 61.5, 30.2, "slow", "s"),
+        Figure("kafkalite", "rss", "memory", 900.0, 3.0, "", "MB")]
