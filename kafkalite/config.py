@@ -98,9 +98,18 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
 )
 
 # --- broker configs ---------------------------------------------------------------------------
+#: replica.selector.class: Kafka 2.8 fails to start when it cannot load the class named; the one
+#: ReplicaSelector it ships is the rack-aware one (server.read_replica implements it)
+_REPLICA_SELECTOR = Validator(
+    lambda v: v == "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+    "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+    lambda name, v: f"{name}: cannot load class {v!r}: kafkalite offers "
+                    "org.apache.kafka.common.replica.RackAwareReplicaSelector only (unset: "
+                    "consumers read from leaders)")
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("broker.id", "int", -1, "this broker's unique id (required)", at_least(-1)),
-    ConfigDef("broker.rack", "string", None, "rack of this broker, for rack-aware assignment"),
+    ConfigDef("broker.rack", "string", None, "rack of this broker, for rack-aware assignment "
+              "and rack-aware fetching (KIP-392)"),
     ConfigDef("listeners", "list", ("PLAINTEXT://:9092",), "where the broker listens "
               "(default: PLAINTEXT://host.name:port)", listeners_valid),
     ConfigDef("advertised.listeners", "list", None, "what the broker tells clients to connect "
@@ -203,6 +212,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least(0)),
     ConfigDef("replica.fetch.backoff.ms", "int", 1000, "follower backoff after an error",
               at_least(0)),
+    ConfigDef("replica.selector.class", "string", None, "KIP-392: what picks a consumer's "
+              "preferred read replica (unset: the leader serves); the rack-aware one names a "
+              "replica on the consumer's client.rack", _REPLICA_SELECTOR),
     ConfigDef("replica.socket.timeout.ms", "int", 30000, "follower request timeout",
               at_least(1)),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "how often the "

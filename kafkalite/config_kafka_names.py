@@ -82,9 +82,9 @@ _BROKER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "ssl.protocol", "ssl.provider", "ssl.secure.random.implementation",
         "ssl.trustmanager.algorithm", "ssl.truststore.password", "security.providers")),
     ("Java plug-in classes: kafkalite loads no Java classes (principals are built as Kafka's "
-     "default builder does; consumers fetch from leaders)", (
+     "default builder does)", (
         "alter.config.policy.class.name", "create.topic.policy.class.name",
-        "principal.builder.class", "replica.selector.class")),
+        "principal.builder.class")),
     ("ZooKeeper client: kafkalite talks to ZooKeeper with kazoo over plain TCP (no ZooKeeper "
      "TLS; kazoo pipelines requests itself)", (
         "zookeeper.clientCnxnSocket", "zookeeper.max.in.flight.requests",

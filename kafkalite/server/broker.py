@@ -43,6 +43,7 @@ from kafkalite.server.metadata_cache import MetadataCache
 from kafkalite.server.dispatch import ApiDispatcher
 from kafkalite.server.network import BrokerFactory
 from kafkalite.server.quota_manager import ClientQuotas, read_quota_configs
+from kafkalite.server.read_replica import replica_selector
 from kafkalite.server.replica_fetcher import ReplicaFetcherManager
 from kafkalite.server.replica_manager import ReplicaManager
 from kafkalite.server.request_watch import CHECK_INTERVAL_S as REQUEST_WATCH_INTERVAL_S
@@ -90,7 +91,9 @@ class BrokerService(service.MultiService):
             stop_follower_callback=self._stop_following,
             leadership_callback=self._on_leadership_change,
             partition_known=self.metadata_cache.contains_partition,
-            producer_id_expiration_ms=config.transactional_id_expiration_ms)
+            producer_id_expiration_ms=config.transactional_id_expiration_ms,
+            replica_selector=replica_selector(config.replica_selector_class),
+            rack_of=self._rack_of)
         # the 0.9+ group coordinator, __consumer_offsets (docs/architecture.md, 9. Consumer groups)
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,
@@ -342,6 +345,11 @@ class BrokerService(service.MultiService):
             self.group_coordinator.on_elected(tp[1], leader_epoch)
         else:
             self.group_coordinator.on_resigned(tp[1], leader_epoch)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        """A live broker's broker.rack, as the metadata cache has it (KIP-392's selector)."""
+        found = self.metadata_cache.brokers.get(broker_id)
+        return found.rack if found is not None else None
 
     def _write_isr_change(self, partition, new_isr) -> None:
         """The leader changes the ISR: a conditional write of the partition's state znode."""

@@ -134,7 +134,8 @@ def _handle_fetch(broker, ctx, request: m.FetchRequest):
     if quota is not None:             # no more than the client's fetch quota lets through
         max_bytes = quota.fetch_max_bytes(max_bytes)
     params = FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes,
-                         max_bytes, request.isolation_level)
+                         max_bytes, request.isolation_level,
+                         request.rack_id if request.replica_id < 0 else None)
     return _then(broker.replica_manager.fetch(params, fetch_infos),
                  lambda results: _fetch_response(request, refused, results, denied, quota))
 

@@ -26,6 +26,9 @@ class FetchParams(NamedTuple):
     min_bytes: int = 1
     max_bytes: int = 0x7FFFFFFF
     isolation_level: int = 0                  # 0 read uncommitted, 1 read committed
+    # KIP-392: the consumer's rack (Fetch v11+, "" for none); None: no client metadata (older
+    # Fetch, followers), which reads from the leader only
+    client_rack: str | None = None
 
 
 class PartitionData(NamedTuple):
@@ -47,6 +50,7 @@ class FetchResult(NamedTuple):
     # None for read_uncommitted; read_committed: ((producer id, first offset), ...) of the aborted
     # transactions overlapping the returned records
     aborted_transactions: tuple | list | None = None
+    preferred_read_replica: int = -1          # KIP-392: the leader names another replica
 
 
 class ProduceResult(NamedTuple):

@@ -12,6 +12,7 @@ from kafkalite.errors import (KafkaError, KafkaStorageError, NotLeaderForPartiti
 from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import DelayedOperation
+from kafkalite.server.read_replica import fetch_only_from_leader, serve_refusal
 
 if TYPE_CHECKING:
     from kafkalite.server.partition import Partition
@@ -76,6 +77,7 @@ class DelayedFetch(DelayedOperation):
         self.fetch_infos = fetch_infos
         self.watermarks = self._positions()
         self.bytes_so_far = bytes_so_far
+        self.only_leader = fetch_only_from_leader(params.replica_id, params.client_rack)
 
     def _positions(self):
         positions = {}
@@ -99,8 +101,9 @@ class DelayedFetch(DelayedOperation):
         grown = 0
         for tp, before in self.watermarks.items():
             partition = self.manager.partitions.get(tp)
-            if partition is None or not partition.is_leader:
-                return True  # answer now with the error
+            if partition is None or serve_refusal(
+                    partition, self.fetch_infos[tp].current_leader_epoch, self.only_leader):
+                return True  # answer now with the error (KIP-392: a follower may serve it)
             now = self._limit(partition)
             if now < before:
                 return True  # truncated: let the fetcher see it

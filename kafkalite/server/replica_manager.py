@@ -35,6 +35,8 @@ from kafkalite.server import producer_txns
 from kafkalite.server.producer_txns import aborted_in_range
 from kafkalite.topic_partition import TopicPartition
 from kafkalite.server.purgatory import Purgatory
+from kafkalite.server.read_replica import (Selector, fetch_only_from_leader, preferred_for,
+                                           serve_refusal)
 from kafkalite.server.replica_alter_log_dirs import ReplicaAlterLogDirs
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,9 @@ class ReplicaManager:
                  isr_change_callback=None, become_follower_callback=None,
                  stop_follower_callback=None, leadership_callback=None,
                  partition_known: Callable[[str, int], bool] | None = None,
-                 producer_id_expiration_ms: int = 604800000):
+                 producer_id_expiration_ms: int = 604800000,
+                 replica_selector: Selector | None = None,
+                 rack_of: Callable[[int], str | None] | None = None):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.reactor = reactor
@@ -80,6 +84,10 @@ class ReplicaManager:
         self._producer_expiry = None
         # AlterReplicaLogDirs: replicas moving between this broker's data dirs
         self.alter_log_dirs = ReplicaAlterLogDirs(self, log_manager, reactor)
+        # KIP-392: replica.selector.class's selector (None: the leader serves) and a live
+        # broker's rack (None when it is gone or has none), from the metadata cache
+        self.replica_selector = replica_selector
+        self.rack_of = rack_of or (lambda broker_id: None)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -360,15 +368,23 @@ class ReplicaManager:
         """Each partition's answer and the bytes read in all (Kafka's readFromLocalLog)."""
         is_follower = params.replica_id >= 0
         committed = not is_follower and params.isolation_level == 1
+        only_leader = fetch_only_from_leader(params.replica_id, params.client_rack)
         remaining = params.max_bytes
         total = 0
         results: dict[TopicPartition, FetchResult] = {}
         for tp, p in fetch_infos.items():
             try:
                 partition = self._partition_or_raise(*tp)
-                partition.require_leader()
-                partition.check_leader_epoch(p.current_leader_epoch)
+                refusal = serve_refusal(partition, p.current_leader_epoch, only_leader)
+                if refusal is not None:
+                    raise refusal
                 lso = partition.last_stable_offset
+                preferred = preferred_for(partition, self.replica_selector, self.rack_of,
+                                          params, p.fetch_offset, self.clock_ms())
+                if preferred >= 0:   # KIP-392: the consumer goes there; no records from here
+                    results[tp] = FetchResult(0, partition.high_watermark, lso,
+                                              partition.log_start_offset, b"", None, preferred)
+                    continue
                 limit = (partition.log_end_offset if is_follower
                          else lso if committed else partition.high_watermark)
                 if p.fetch_offset > limit and not is_follower and \

@@ -569,7 +569,7 @@ def test_body_keys_are_field_names_and_nested_entries_are_arrays():
     body = msgpack.unpackb(msgpack.packb(req.to_body(), use_bin_type=True), raw=False)
     assert body == {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
                     "isolation_level": 0, "topics": [["t", [[0, 5, 100, -1, -1]]]],
-                    "session_id": 0, "session_epoch": -1}
+                    "session_id": 0, "session_epoch": -1, "rack_id": None}
     produce = ProduceRequest(acks=1, timeout_ms=10, topic_data={"t": {3: b"x"}})
     assert produce.to_body() == {"transactional_id": None, "acks": 1, "timeout_ms": 10,
                                  "topic_data": {"t": {3: b"x"}}}
@@ -638,7 +638,7 @@ def test_fetch_request_roundtrip_hypothesis(replica_id, wait, min_bytes, max_byt
     FetchTopicResponse, names,
     st.lists(st.builds(FetchPartitionResponse, int32, int16, int64, int64, int64, batches,
                        st.none() | st.lists(st.builds(sm.FetchAbortedTransaction, int64, int64),
-                                            max_size=3)), max_size=4)),
+                                            max_size=3), int32), max_size=4)),
     max_size=4))
 def test_fetch_response_roundtrip_hypothesis(error_code, topics):
     resp = FetchResponse(error_code=error_code, responses=topics)

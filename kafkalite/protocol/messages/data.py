@@ -103,6 +103,8 @@ class FetchPartitionResponse(NamedTuple):
     # None (Kafka's null) for read_uncommitted; for read_committed the aborted transactions
     # overlapping the returned range (possibly none)
     aborted_transactions: list[FetchAbortedTransaction] | None = None
+    # KIP-392: the replica the leader points this consumer to (then no records), -1 for none
+    preferred_read_replica: Int32 = -1
 
     def __repr__(self) -> str:
         return (f"FetchPartitionResponse(partition={self.partition}, "
@@ -110,7 +112,8 @@ class FetchPartitionResponse(NamedTuple):
                 f"last_stable_offset={self.last_stable_offset}, "
                 f"log_start_offset={self.log_start_offset}, "
                 f"records={_bytes_summary(self.records)}, "
-                f"aborted_transactions={self.aborted_transactions!r})")
+                f"aborted_transactions={self.aborted_transactions!r}, "
+                f"preferred_read_replica={self.preferred_read_replica})")
 
 
 class FetchTopicResponse(NamedTuple):
@@ -130,6 +133,9 @@ class FetchRequest(Request):
     # session id 0), so a request continuing one (epoch > 0) is told to start over
     session_id: Int32 = 0
     session_epoch: Int32 = -1                 # -1: no session (a full fetch)
+    # KIP-392 client metadata: the consumer's rack from Fetch v11 on ("" when it names none);
+    # None below v11, which keeps the fetch at the leader
+    rack_id: str | None = None
 
     def error_response(self, error_code, error_message=None):
         return FetchResponse(error_code=error_code, error_message=error_message, responses=[

@@ -70,6 +70,8 @@ def _fetch_request(entity, version: int) -> m.FetchRequest:
         isolation_level=int(getattr(entity, "isolation_level", m.READ_UNCOMMITTED)),
         session_id=getattr(entity, "session_id", 0),
         session_epoch=getattr(entity, "session_epoch", -1),
+        # Kafka's KafkaApis gives a fetch client metadata from v11 on, rack or not
+        rack_id=entity.rack_id if version >= 11 else None,
         topics=[m.FetchTopic(t.topic, [
             m.FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes,
                              getattr(p, "current_leader_epoch", -1))
@@ -85,7 +87,7 @@ def _aborted(aborted) -> list[dict] | None:
 
 
 def _fetch_response(r: m.FetchResponse, version: int) -> dict:
-    # kafkalite opens no fetch session (id 0) and prefers no read replica
+    # kafkalite opens no fetch session (id 0)
     return {"throttle_time": r.throttle_time_ms, "error_code": r.error_code, "session_id": 0,
             "responses": [{
                 "topic": t.topic,
@@ -96,7 +98,7 @@ def _fetch_response(r: m.FetchResponse, version: int) -> dict:
                                            else p.high_watermark),
                     "log_start_offset": p.log_start_offset,
                     "aborted_transactions": _aborted(p.aborted_transactions),
-                    "preferred_read_replica": -1,
+                    "preferred_read_replica": p.preferred_read_replica,
                     "records": p.records} for p in t.partitions],
             } for t in r.responses]}
 
