@@ -20,6 +20,7 @@ measured the same way; a broker that logs it is checked against it.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import time
@@ -122,6 +123,7 @@ class RestartWatch:
         self.logged: list[tuple[int, int]] = []         # (segments, bytes) the broker logged
         self.registered_s: list[float] = []             # restart -> registered in ZooKeeper
         self.steps: list[tuple[float, float]] = []      # startup_steps of each restart
+        self.registered_cpu_s: list[float] = []         # the broker's CPU s when registered
         self._lines: dict[int, int] = {}
 
     def _logged_lines(self, broker_id: int) -> list[tuple[str, str, str]]:
@@ -136,10 +138,16 @@ class RestartWatch:
         return (f"re-verifies {segments} segment(s), {size / 1e6:.1f} of {total / 1e6:.1f} MB "
                 f"({100 * size / max(total, 1):.0f}%)")
 
-    def registered(self, _broker_id: int, seconds: float) -> str:
-        """The restarted broker is registered again ``seconds`` after its restart began."""
+    def registered(self, broker_id: int, seconds: float) -> str:
+        """The restarted broker is registered again ``seconds`` after its restart began; its
+        CPU seconds so far (what the start-up cost, whatever else the machine runs)."""
         self.registered_s.append(seconds)
-        return f"; registered {seconds:.1f} s after the restart"
+        process = self.kafka.brokers[broker_id].process if self.kafka else None
+        cpu = cpu_seconds(process.pid) if process is not None else None
+        if cpu is None:
+            return f"; registered {seconds:.1f} s after the restart"
+        self.registered_cpu_s.append(cpu)
+        return f"; registered {seconds:.1f} s after the restart, {cpu:.1f} CPU s"
 
     def recovered(self, broker_id: int) -> str:
         text = self.kafka.brokers[broker_id].log_tail(10**7)
@@ -164,6 +172,10 @@ class RestartWatch:
                      f"{statistics.median(self.registered_s):.2f} s, max "
                      f"{max(self.registered_s):.2f} s; the rest of the recovery column is the "
                      f"rejoin (LeaderAndIsr, catch-up, ISR expansion, a probe acknowledged)")
+        if self.registered_cpu_s:
+            cpu = self.registered_cpu_s
+            line += (f"\nthe restarted broker's CPU seconds when seen registered: p50 "
+                     f"{statistics.median(cpu):.2f} s, max {max(cpu):.2f} s")
         if self.steps:
             loaded = [a for a, _b in self.steps]
             line += (f"\nin the brokers' logs, 'loading logs' -> 'registered' (the log recovery "
@@ -172,6 +184,16 @@ class RestartWatch:
                      f"{statistics.median(b for _a, b in self.steps):.2f} s (the rest of the "
                      f"restart -> registered time is the process start before 'starting')")
         return line
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (Linux /proc), None where not readable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def startup_steps(log_text: str) -> tuple[float, float] | None:

@@ -6,8 +6,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
-from chaos_preload import (LOGGED, VALUE_BYTES, RestartWatch, preload_problems,  # noqa: E402
-                           preload_value, reverify_summary, startup_steps)
+from chaos_preload import (LOGGED, VALUE_BYTES, RestartWatch, cpu_seconds,  # noqa: E402
+                           preload_problems, preload_value, reverify_summary, startup_steps)
 from kill9_recovery import to_reverify  # noqa: E402
 
 from kafkalite import TopicPartition  # noqa: E402
@@ -91,3 +91,11 @@ def test_startup_steps_read_the_last_start_with_or_without_milliseconds():
     assert startup_steps(log.rsplit("\n", 3)[0] + "\n") == (2.5, 2.75)
     assert startup_steps(log + "[2026-11-26 19:59:04] INFO broker 1 registered at /b (b)\n"
                          ) == (3.0, 4.0)
+
+
+def test_cpu_seconds_of_this_process_grow_with_work():
+    before = cpu_seconds(os.getpid())
+    sum(i * i for i in range(2_000_000))
+    after = cpu_seconds(os.getpid())
+    assert before is not None and after > before
+    assert cpu_seconds(2**22 + 12345) is None       # no such process
