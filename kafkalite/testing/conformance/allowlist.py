@@ -31,9 +31,6 @@ ALLOWLIST: dict[str, str] = {
         "issue 23: kafkalite does not advertise Kafka 2.8's broker-only "
         "APIs, nor versions below kio's minima"),
     # --- produce / fetch ---------------------------------------------------------------------
-    "fetch-from-follower": (
-        "issue 23: Fetch v11+ from a consumer may read from a follower in Kafka 2.8 "
-        "(KIP-392); kafkalite answers NOT_LEADER_OR_FOLLOWER"),
     # --- configs -----------------------------------------------------------------------------
     "broker-config-read-only": (
         "issue 23: the listener, SSL and SASL broker configs Kafka 2.8 changes at run time "
