@@ -372,7 +372,8 @@ def run_system(bench: Bench, which: str, network, ensemble, workdir: str) -> Non
         dead = [b for b in system.ids if system.cluster.brokers[b].process is not None
                 and not system.cluster.brokers[b].running]
         why = f"{type(exc).__name__}: {exc}; brokers exited: {dead or 'none'}"
-        if which == "kafka":
+        if which == "kafka" and (dead or "start" not in {f.key for f in bench.figures
+                                                        if f.system == "kafka"}):
             why = (f"2 cores and this memory did not hold {args.brokers} Kafka JVMs "
                    f"(heap {args.kafka_heap}) for this shape: {why}")
         bench.record(which, "failed", "the run stopped", None, note=why)
