@@ -10,6 +10,12 @@
 * the UI is off unless asked for, the console progress bar is off, the session time zone is UTC;
 * ``spark.sql.shuffle.partitions`` is the number of local cores (Spark's default of 200 makes
   every stateful micro-batch run 200 tiny tasks);
+* with a standalone master (``spark://host:port``, e.g. :mod:`spark_integration.standalone`) the
+  first job waits until every executor the cluster grants has registered
+  (``spark.scheduler.minRegisteredResourcesRatio`` 1.0, at most 60 s), so the partitions are read
+  on all workers from the start; when the master is not on loopback the driver binds to all
+  interfaces and advertises this host's address (``SPARK_DRIVER_HOST`` overrides it), which the
+  executors on other hosts (containers) connect back to;
 * with ``kafka_connector``, Spark's own Kafka connector (``format("kafka")``) is on ``spark.jars``
   (:mod:`spark_integration.kafka_connector`);
 * the "kafkalite" data source is usable: found by PySpark's auto-discovery of the top-level
@@ -27,6 +33,7 @@ import os
 import pkgutil
 import re
 import shutil
+import socket
 import sys
 import tempfile
 
@@ -79,6 +86,17 @@ def local_cores(master: str) -> int:
     if match is None:
         return 1 if master.strip() == "local" else (os.cpu_count() or 2)
     return os.cpu_count() or 2 if match.group(1) == "*" else int(match.group(1))
+
+
+def _driver_address(master: str) -> tuple[str, str]:
+    """(bind address, advertised host) of the driver for ``master``."""
+    match = re.fullmatch(r"spark://([^:/,]+)(?::\d+)?", master.strip())
+    if match is None or match.group(1) in ("127.0.0.1", "localhost"):
+        return "127.0.0.1", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1")
+    # the address this host's name resolves to: a container's own name may not be in the
+    # network's DNS (``docker compose run``), its address is reachable
+    return "0.0.0.0", (os.environ.get("SPARK_DRIVER_HOST")
+                       or socket.gethostbyname(socket.gethostname()))
 
 
 def _log4j_config(level: str) -> str:
@@ -140,9 +158,10 @@ def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
         jvm_running = SparkContext._gateway is not None
         register_source = jvm_running or importlib.util.find_spec("pyspark_kafkalite") is None
 
+    bind_address, driver_host = _driver_address(master)
     settings = {
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": bind_address,
+        "spark.driver.host": driver_host,
         "spark.driver.memory": driver_memory,
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
@@ -151,6 +170,9 @@ def spark_session(app_name: str = "kafkalite", master: str = "local[2]", *,
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.python.worker.reuse": "true",
     }
+    if master.strip().startswith("spark://"):
+        settings["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
+        settings["spark.scheduler.maxRegisteredResourcesWaitingTime"] = "60s"
     if SparkContext._gateway is None:
         # the JVM's own log level from its first line on (setLogLevel only acts later)
         settings["spark.driver.extraJavaOptions"] = \

@@ -139,3 +139,17 @@ def check_pipeline_totals(admin, bootstrap: str, output: str, say) -> None:
                  f"records) equal the reference computed from the {len(payments)} payments; "
                  f"{sum(c for c, _n in written.values()) / 100:,.2f} USD in "
                  f"{sum(n for _c, n in written.values())} payments")
+
+
+def check_workers_ran_tasks(output: str, say) -> None:
+    """The pipeline service ran on the standalone cluster: its output's "tasks completed per
+    executor" line (the driver's REST API) names executors on both spark-worker hosts, each with
+    completed tasks."""
+    line = re.search(r"^tasks completed per executor: (.*)$", output, re.M)
+    assert line, "the pipeline printed no per-executor task counts (not on spark://...?)"
+    per_host: dict[str, int] = {}
+    for _executor, host, tasks in re.findall(r"(\S+) on (\S+?):\d+ (\d+)", line.group(1)):
+        per_host[host] = per_host.get(host, 0) + int(tasks)
+    say(f"[docker-test] pipeline tasks per worker host: {per_host}")
+    assert len([h for h, n in per_host.items() if n > 0]) >= 2, (
+        f"the tasks did not run on both workers: {line.group(0)}")
