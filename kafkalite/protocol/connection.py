@@ -43,9 +43,29 @@ from kafkalite.protocol.framing import (
 )
 from kafkalite.protocol.messages import Request, RequestErrorResponse, Response
 
-__all__ = ["KafkaWireProtocol", "ClientConnection"]
+__all__ = ["KafkaWireProtocol", "ClientConnection", "write_now"]
 
 _MAX_CORRELATION_ID = (1 << 31) - 1
+
+
+def write_now(transport, header: bytes, payload: bytes) -> int:
+    """Send ``header`` and ``payload`` on a plain TCP transport's socket right away, when
+    nothing is buffered before them; return the bytes sent (0: none, the caller buffers them).
+
+    Twisted's ``write`` only buffers and registers the socket for writing: the answer leaves on
+    a later reactor turn, after two more epoll_ctl calls and a doWrite, which showed in the
+    produce path's profile (doWrite ~25% of serving a request at 5,000 rec/s). Kafka's
+    processor sends as soon as the answer is ready. Only when the transport's buffers are empty
+    (so order holds), on a connected, non-TLS socket; any error or EAGAIN sends nothing here and
+    leaves it to Twisted's own write path, which reports a broken connection as usual."""
+    sock = getattr(transport, "socket", None)
+    if (sock is None or getattr(transport, "TLS", True) or not transport.connected
+            or transport.disconnecting or transport.dataBuffer or transport._tempDataBuffer):
+        return 0
+    try:
+        return sock.sendmsg((header, payload))
+    except OSError:          # EAGAIN, EPIPE, ...: Twisted's buffered write handles it
+        return 0
 
 
 class KafkaWireProtocol(Protocol):
@@ -105,10 +125,18 @@ class KafkaWireProtocol(Protocol):
     # --- sending ---------------------------------------------------------------------------
 
     def send_frame(self, payload: bytes) -> None:
-        """Write one frame: the length prefix, then ``payload`` (not copied into a new buffer)."""
+        """Write one frame: the length prefix, then ``payload`` (not copied into a new buffer).
+        Sent at once when the transport has nothing buffered (``write_now``), else buffered."""
         if self.transport is None or self._closing:
             return
-        self.transport.writeSequence([frame_header(len(payload)), payload])
+        header = frame_header(len(payload))
+        sent = write_now(self.transport, header, payload)
+        if sent == 0:
+            self.transport.writeSequence([header, payload])
+        elif sent < len(header):         # the socket's buffer was full: the rest, buffered
+            self.transport.writeSequence([header[sent:], bytes(payload)])
+        elif sent < len(header) + len(payload):
+            self.transport.write(bytes(memoryview(payload)[sent - len(header):]))
 
     def send_response(self, correlation_id: int, response: Response | RequestErrorResponse,
                       api_version: int = 0) -> None:
