@@ -21,10 +21,20 @@ __all__ = ["ApiDispatcher"]
 
 
 def _peer_host(connection) -> str:
+    # asked once per connection, whose peer never changes: getPeer builds an attrs address,
+    # validators run, on every call (~6% of serving a produce request in a py-spy profile)
+    host = getattr(connection, "_kafkalite_peer_host", None)
+    if isinstance(host, str):
+        return host
     try:
-        return connection.transport.getPeer().host
+        host = connection.transport.getPeer().host
     except Exception:  # noqa: BLE001 - no transport (tests) or not an IP peer
         return ""
+    try:
+        connection._kafkalite_peer_host = host
+    except AttributeError:
+        pass
+    return host
 
 
 class ApiDispatcher:
