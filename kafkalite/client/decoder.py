@@ -1,12 +1,21 @@
 """The consumer's fast path from fetched bytes to ``ConsumerRecord`` tuples.
 
+``decode_rows`` gives each record as a plain tuple with ConsumerRecord's fields; the fetcher
+turns them into ConsumerRecords only as it hands them out (``as_records``, a C-level ``map``).
+Why: CPython's collector untracks a plain tuple of untracked values (ints, bytes, str, None)
+at its first young collection, but never a tuple subclass such as a NamedTuple. A fetch's
+thousands of decoded records, kept as ConsumerRecords while the application takes them 500 at a
+time, lived through the young collections into the oldest generation and set off full
+collections of the whole heap (about 40% of a ``poll()`` loop's CPU, gc on); plain rows leave
+the collector nothing to walk, and the ConsumerRecords handed out die young in a plain loop.
+
 A fetch response's ``records`` are stored batches, back to back; the last one may be cut short by
 the size limit, and the first may start before the requested offset (a fetch from inside a batch
 returns the whole batch). ``decode_records`` walks the batch headers, skips whole batches below
 the position and control batches (transaction markers) without decoding them, checks each
 remaining batch's CRC, has aiokafka's compiled codec parse its Kafka v2 records (``record.v2``),
-drops the records below the position, and builds the tuples with C-level ``map``/``zip`` passes
--- no per-record Python code unless deserializers are set.
+drops the records below the position, and builds the tuples in one comprehension over the
+records -- no other per-record Python code unless deserializers are set.
 
 read_committed (``aborted_transactions`` given: the fetch response's list of (producer id, first
 offset) of the aborted transactions the fetched range overlaps) also drops the batches of aborted
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from itertools import repeat, tee
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
@@ -57,20 +66,16 @@ from kafkalite.record.entries import read_entry
 from kafkalite.record.legacy_convert import legacy_fields
 from kafkalite.record.v2 import check_offsets, not_records, open_batch
 
-__all__ = ["DecodedFetch", "decode_records", "scan_batches"]
+__all__ = ["DecodedFetch", "as_records", "decode_records", "decode_rows", "scan_batches"]
 
 _unpack_header = HEADER.unpack_from
 _new = tuple.__new__
 _offset_of = attrgetter("offset")
-_offset_in = itemgetter(2)                 # a ConsumerRecord's offset
-_timestamp_of = attrgetter("timestamp")
-_key_of = attrgetter("key")
-_value_of = attrgetter("value")
-_headers_of = attrgetter("headers")
+_offset_in = itemgetter(2)                 # a row's (or ConsumerRecord's) offset
 
 
 class DecodedFetch(NamedTuple):
-    records: list            # ConsumerRecord tuples with offset >= the position asked
+    records: list            # records (rows from decode_rows) with offset >= the position
     next_offset: int         # where the next fetch starts (after the last complete batch)
     partial_size: int        # declared size of a trailing cut-off batch, 0 if none
 
@@ -116,12 +121,27 @@ def scan_batches(data, position: int) -> tuple[int, int, int]:
     return next_offset, pos, 0
 
 
+def as_records(rows) -> list:
+    """ConsumerRecords of ``decode_rows``' rows (or of ConsumerRecords: copies)."""
+    return list(map(_new, repeat(ConsumerRecord), rows))
+
+
 def decode_records(data, topic: str, partition: int, position: int, check_crcs: bool = True,
                    key_deserializer=None, value_deserializer=None,
                    aborted_transactions=None) -> DecodedFetch:
-    """Every record at or after ``position`` in ``data`` (a fetch response's record bytes),
-    without those of the aborted transactions among ``aborted_transactions`` (read_committed:
-    ``(producer_id, first_offset)`` pairs; see the module doc)."""
+    """Every record at or after ``position`` in ``data`` (a fetch response's record bytes) as
+    ConsumerRecords, without those of the aborted transactions among ``aborted_transactions``
+    (read_committed: ``(producer_id, first_offset)`` pairs; see the module doc)."""
+    decoded = decode_rows(data, topic, partition, position, check_crcs, key_deserializer,
+                          value_deserializer, aborted_transactions)
+    return decoded._replace(records=as_records(decoded.records))
+
+
+def decode_rows(data, topic: str, partition: int, position: int, check_crcs: bool = True,
+                key_deserializer=None, value_deserializer=None,
+                aborted_transactions=None) -> DecodedFetch:
+    """``decode_records`` with each record as a plain tuple of ConsumerRecord's fields (a
+    *row*; ``as_records`` makes ConsumerRecords of them)."""
     aborted = None
     aborted_pids: set = set()
     if aborted_transactions:
@@ -201,8 +221,7 @@ def _legacy_records(view, pos: int, check_crcs: bool, topic: str, partition: int
     fields = legacy_fields(view, pos, verify_crc=check_crcs)
     _header, records = read_entry(view, pos)
     tstype = 1 if fields[F_ATTRIBUTES] & TIMESTAMP_TYPE_BIT else 0
-    return [_new(ConsumerRecord, (topic, partition, r.offset, r.timestamp, tstype, r.key,
-                                  r.value, ()))
+    return [(topic, partition, r.offset, r.timestamp, tstype, r.key, r.value, ())
             for r in records if r.offset >= position], fields[F_BASE_OFFSET] + 1
 
 
@@ -221,16 +240,14 @@ def _is_abort_marker(view, pos: int, size: int, base: int, attributes: int) -> b
 
 def _decode_batch(view, pos, size, base, attributes, last_delta, topic, partition, position):
     # Streamed: aiokafka makes one record object (and a headers list) per record, and each is
-    # gone as soon as its ConsumerRecord is built (tee keeps only the one record the five
-    # column readers are at). Materialising them first left thousands alive through the
-    # garbage collector's young collections, which then cost more than the decoding (gc on).
-    records_of = tee(open_batch(view, pos, size, base, attributes), 5)
+    # gone as soon as its row is built, so none lives through the garbage collector's
+    # young collections (materialising them first cost more than the decoding, gc on). One
+    # comprehension reading each record's fields once is cheaper than the column readers over
+    # itertools.tee it replaces (whose buffers the five readers walked once each).
+    batch = open_batch(view, pos, size, base, attributes)
     tstype = 1 if attributes & TIMESTAMP_TYPE_BIT else 0
     try:
-        records = list(map(_new, repeat(ConsumerRecord), zip(
-            repeat(topic), repeat(partition), map(_offset_of, records_of[0]),
-            map(_timestamp_of, records_of[1]), repeat(tstype), map(_key_of, records_of[2]),
-            map(_value_of, records_of[3]), map(tuple, map(_headers_of, records_of[4])))))
+        records = _rows(batch, topic, partition, tstype)
     except Exception as exc:  # CorruptRecordException, UnicodeDecodeError (a header name), ...
         raise not_records(exc, pos, base) from None
     offsets = list(map(_offset_in, records))
@@ -240,6 +257,12 @@ def _decode_batch(view, pos, size, base, attributes, last_delta, topic, partitio
         if start:
             records = records[start:]
     return records
+
+
+def _rows(batch, topic: str, partition: int, tstype: int, _tuple=tuple) -> list:
+    # plain tuples (see the module doc); tuple bound as a default: no builtin lookup per record
+    return [(topic, partition, r.offset, r.timestamp, tstype, r.key, r.value, _tuple(r.headers))
+            for r in batch]
 
 
 def _deserialize(records: list, key_deserializer, value_deserializer) -> list:
@@ -253,5 +276,5 @@ def _deserialize(records: list, key_deserializer, value_deserializer) -> list:
             key = kd(key)
         if vd is not None and value is not None:
             value = vd(value)
-        append(_new(ConsumerRecord, (r[0], r[1], r[2], r[3], r[4], key, value, r[7])))
+        append((r[0], r[1], r[2], r[3], r[4], key, value, r[7]))
     return out

@@ -5,8 +5,9 @@ Fetching is pipelined: each broker has at most one Fetch in flight, and a new on
 as a response has been read (before the records are handed to the user), so the broker reads and
 ships the next chunk while the application processes the previous one. The next fetch offset of a
 partition comes from the batch headers of the response (``decoder.scan_batches``), without
-decoding records; records are decoded only when they are handed out (``decoder.decode_records``:
-Kafka v2 records parsed in C per batch, tuples built with ``map``/``zip``). At most two
+decoding records; records are decoded only when they are handed out (``decoder.decode_rows``:
+Kafka v2 records parsed in C per batch, into plain tuples that become ConsumerRecords only as
+they are handed out, ``decoder.as_records``: see the decoder's doc for why). At most two
 responses' worth of data per partition is buffered.
 
 ``isolation_level="read_committed"`` asks for isolation level 1: the leader answers only up to
@@ -29,7 +30,7 @@ from collections import deque
 from typing import Callable
 
 from kafkalite import errors
-from kafkalite.client.decoder import decode_records, scan_batches
+from kafkalite.client.decoder import as_records, decode_rows, scan_batches
 from kafkalite.client.io_loop import IoLoop
 from kafkalite.client.offsets_lookup import OffsetsLookup
 from kafkalite.client.structs import TopicPartition
@@ -352,9 +353,9 @@ class Fetcher:
             records = cf.records
             if records is None:
                 try:
-                    decoded = decode_records(cf.data, cf.tp[0], cf.tp[1], ps.position,
-                                             settings.check_crcs, settings.key_deserializer,
-                                             settings.value_deserializer, cf.aborted)
+                    decoded = decode_rows(cf.data, cf.tp[0], cf.tp[1], ps.position,
+                                          settings.check_crcs, settings.key_deserializer,
+                                          settings.value_deserializer, cf.aborted)
                 except Exception:
                     completed.popleft()
                     ps.seek(ps.position)      # refetch (and fail again) unless the app seeks
@@ -363,9 +364,9 @@ class Fetcher:
                 cf.data = None
             i = cf.index
             if max_records is None:
-                take = records if i == 0 else records[i:]
+                take = as_records(records if i == 0 else records[i:])
             else:
-                take = records[i:i + max_records - n]
+                take = as_records(records[i:i + max_records - n])
             if take:
                 cf.index = i + len(take)
                 chunks.append((cf.tp, take))
