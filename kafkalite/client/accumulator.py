@@ -47,7 +47,8 @@ class ProducerBatch:
     takes): timestamps and values always, keys and headers only once a record has one (None
     until then: all None)."""
 
-    __slots__ = ("tp", "stamps", "values", "keys", "headers", "size", "created", "result")
+    __slots__ = ("tp", "stamps", "values", "keys", "headers", "size", "created", "result",
+                 "plain")
 
     def __init__(self, tp, created: float):
         self.tp = tp
@@ -55,6 +56,7 @@ class ProducerBatch:
         self.values: list = []
         self.keys: list | None = None
         self.headers: list | None = None
+        self.plain = True        # keys and headers both None (one test for append_sticky)
         self.size = 0
         self.created = created
         self.result = BatchResult(tp[0], tp[1])
@@ -70,11 +72,13 @@ class ProducerBatch:
             keys.append(key)
         elif key is not None:
             self.keys = [None] * index + [key]
+            self.plain = False
         column = self.headers
         if column is not None:
             column.append(headers)
         elif headers is not None:
             self.headers = [None] * index + [headers]
+            self.plain = False
         return index
 
     def __len__(self) -> int:
@@ -253,28 +257,38 @@ class RecordAccumulator:
         that partition has no open batch with room, or the buffer is full: the producer then
         picks the partition (the sticky partitioner moves on at a new batch) and calls
         ``append``."""
-        with self._lock:
+        # acquire/release rather than ``with``: about 50 ns less per record (this runs once per
+        # send(); every name is read once)
+        lock = self._lock
+        lock.acquire()
+        try:
             q = self._sticky.get(topic)
             if q is None:
                 return None
             batch = q.open
-            if (batch is None or batch.size + size > self.batch_size
-                    or self.buffered + size > self.buffer_memory):
+            if batch is None:
+                return None
+            batch_size = batch.size + size
+            buffered = self.buffered + size
+            if batch_size > self.batch_size or buffered > self.buffer_memory:
                 return None
             stamps = batch.stamps
             index = len(stamps)
             stamps.append(timestamp)
             batch.values.append(value)
-            if batch.keys is not None:
-                batch.keys.append(None)
-            if batch.headers is not None:
-                batch.headers.append(None)
-            batch.size += size
-            self.buffered += size
-            full = batch.size >= self.batch_size
+            if not batch.plain:
+                if batch.keys is not None:
+                    batch.keys.append(None)
+                if batch.headers is not None:
+                    batch.headers.append(None)
+            batch.size = batch_size
+            self.buffered = buffered
+            full = batch_size >= self.batch_size
             if full:
                 q.closed.append(batch)
                 q.open = None
+        finally:
+            lock.release()
         if full:
             self._wakeup()
         return FutureRecordMetadata(batch.result, index, timestamp, -1, size - RECORD_OVERHEAD)

@@ -228,11 +228,12 @@ class Producer(TransactionalMethods):
         # (not for a transaction: each send checks the state and notes its partition)
         self._fast = default and value_serializer is None and transactional_id is None
         self._fast_max_size = min(max_request_size - HEADER_SIZE, buffer_memory)
+        self._fast_sticky = self._fast and batch_size <= self._fast_max_size
         self._sender.start()
 
     def _sender_died(self) -> None:
         self._closed = True
-        self._fast = False
+        self._fast = self._fast_sticky = False
 
     # --- metadata ---------------------------------------------------------------------------
     def _on_metadata(self, snapshot) -> None:
@@ -274,14 +275,16 @@ class Producer(TransactionalMethods):
         # future (accumulator.append_sticky); anything else, or no open batch with room, takes
         # the full path below
         if (partition is None and timestamp_ms is None and headers is None
-                and type(value) is bytes and self._fast):
+                and type(value) is bytes):
             if key is None:
-                size = len(value) + RECORD_OVERHEAD
-                if size <= self._fast_max_size:
-                    future = self._append_sticky(topic, _time_ns() // 1000000, value, size)
+                if self._fast_sticky:
+                    # no size check here: append_sticky takes only what fits a batch, and
+                    # _fast_sticky is set only when a batch is within the record size limits
+                    future = self._append_sticky(topic, _time_ns() // 1000000, value,
+                                                 len(value) + RECORD_OVERHEAD)
                     if future is not None:
                         return future
-            elif type(key) is bytes and self._key_serializer is None:
+            elif type(key) is bytes and self._fast and self._key_serializer is None:
                 # a bytes key: Kafka's murmur2 partition (hashes of recent keys cached) and
                 # the append in one step (accumulator.append_keyed)
                 parts = self._partitions.get(topic)
@@ -461,7 +464,7 @@ class Producer(TransactionalMethods):
                 and threading.current_thread() is not self._sender):
             self._abort_open_transaction(timeout)
         self._closed = True
-        self._fast = False
+        self._fast = self._fast_sticky = False
         self._accumulator.begin_close()
         self._sender.initiate_close()
         if threading.current_thread() is self._sender:
