@@ -12,6 +12,7 @@ from kafkalite.errors import ConfigError
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
 from kafkalite.record import build_batch, iter_records
+from kafkalite.record.control import build_control_batch
 from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.read_replica import (
     RACK_AWARE_SELECTOR, ReplicaView, fetch_only_from_leader, preferred_read_replica,
@@ -194,3 +195,33 @@ def test_the_leader_names_a_follower_on_the_clients_rack(tmp_path):
     assert leader.fetch(0, rack="b", epoch=2).error_code == errors.FencedLeaderEpochError.code
     leader.manager.stop()
     leader.logs.stopService()
+
+
+def test_a_follower_serves_read_committed_from_its_own_producer_state(tmp_path):
+    """The follower's LSO and aborted transactions come from the producer state and .txnindex
+    it rebuilt from the leader's batches (Kafka's follower keeps both)."""
+    replica = Replica(tmp_path, 2)
+    partition = replica.state()
+    leader_logs = LogManager([str(tmp_path / "leader")], TopicConfig(), replica.clock)
+    leader_logs.startService()
+    log = leader_logs.get_or_create_log("t", 0)
+    now = int(time.time() * 1000)
+
+    def txn(pid):
+        return build_batch([(now, None, b"p%d-%d" % (pid, i), None) for i in range(2)],
+                           producer_id=pid, producer_epoch=0, base_sequence=0,
+                           transactional=True)
+
+    log.append(txn(7))                                           # 0-1, then aborted
+    log.append(build_control_batch(7, 0, False, 0, now))         # 2: ABORT
+    log.append(_batch(2))                                        # 3-4
+    log.append(txn(8))                                           # 5-6, still open
+    partition.append_as_follower(log.read(0, 1 << 20).records, 7)
+    answer = replica.fetch(0, rack="b", isolation=1)
+    assert (answer.error_code, answer.high_watermark, answer.last_stable_offset) == (0, 7, 5)
+    assert [tuple(a) for a in answer.aborted_transactions] == [(7, 0)]
+    offsets = [r.offset for r in iter_records(answer.records)]
+    assert 4 in offsets and max(offsets) < 5                     # nothing of the open txn
+    leader_logs.stopService()
+    replica.manager.stop()
+    replica.logs.stopService()

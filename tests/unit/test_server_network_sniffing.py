@@ -265,7 +265,7 @@ def test_the_converter_gives_the_handler_the_model():
     assert fetch_call.request == m.FetchRequest(
         replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
         topics=[m.FetchTopic("t", [m.FetchPartition(0, 7, 1024), m.FetchPartition(1, 7, 1024)])],
-        session_id=0, session_epoch=-1)
+        session_id=0, session_epoch=-1, rack_id="")   # Fetch v12: client metadata, no rack
 
 
 # --- versions ------------------------------------------------------------------------------------
