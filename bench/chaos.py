@@ -231,7 +231,7 @@ class Run:
                               f"partition {p} in the metadata")
             replicas[p] = list(meta.replicas)
         if self.args.preload_offsets:
-            self.run_preload(replicas)
+            self.run_preload()
         self.probes = Probes(TOPIC)
         if self.args.clients == "verifiable":
             from chaos_verifiable import VerifiableConsumer, VerifiableProducer
@@ -296,7 +296,7 @@ class Run:
         result = self.account()
         return result.failed or stuck is not None or bool(self.preload_problems)
 
-    def run_preload(self, replicas) -> None:
+    def run_preload(self) -> None:
         """``--preload-offsets``: chaos_preload's topic filled before the faults."""
         from chaos_preload import PRELOAD_TOPIC, RestartWatch, preload
         from kafkalite.local.cluster import wait_until
