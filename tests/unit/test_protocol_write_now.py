@@ -100,3 +100,18 @@ def test_errors_leave_the_frame_to_twisted():
         transport = FakeTcpTransport(ShortSocket(error=code))
         _protocol(transport).send_frame(b"x")
         assert transport.buffered == [frame_header(1), b"x"]
+
+
+def test_connections_turn_nagle_off_as_kafka_does():
+    class NoDelayTransport(FakeTcpTransport):
+        no_delay = None
+
+        def setTcpNoDelay(self, enabled):
+            self.no_delay = enabled
+
+    a, b = socket.socketpair()
+    with a, b:
+        transport = NoDelayTransport(a)
+        _protocol(transport)
+        assert transport.no_delay is True
+        _protocol(FakeTcpTransport(a))      # a transport without the option: left alone
