@@ -6,7 +6,8 @@ answers are normalised and compared. A row's verdict:
 
 - ``same``: the normalised answers are equal, and the scenario is not allowlisted;
 - ``different``: they differ and the allowlist does not excuse it (a failure);
-- ``allowlisted``: they differ and the allowlist names the issue that removes the difference;
+- ``allowlisted``: they differ and the allowlist says why (what kafkalite does not serve, or
+  Kafka's bug);
 - ``stale``: allowlisted, yet the answers are now the same (a failure: the entry must go, so
   that the allowlist stays true), except for the allowlist's INTERMITTENT entries (timing);
 - ``error``: the scenario itself could not run on a system (a failure, saying why).
