@@ -8,6 +8,10 @@
 * ``pipeline demo``: the whole demo on a running cluster (generate, run twice, print the table,
   check it against a plain-Python computation).
 
+``--master spark://host:port`` runs it on a Spark standalone cluster (its executors read the
+partitions in parallel; spark_integration.standalone starts one), and prints how many tasks each
+executor completed.
+
 ``--connector kafka`` reads and writes the topics with Spark's own Kafka connector
 (spark-sql-kafka-0-10 4.2.0, fetched by scripts/fetch_spark_kafka.sh) instead of the kafkalite data
 source; both give the same window totals.
@@ -104,7 +108,9 @@ def command():
               help="first produce this many payment events")
 @click.option("--show/--no-show", default=True, show_default=True,
               help="print the totals table at the end")
-@click.option("--master", default="local[2]", show_default=True)
+@click.option("--master", default="local[2]", show_default=True,
+              help="local[N], or spark://host:port for a standalone cluster (its workers need "
+                   "the output and checkpoint directories at the same paths)")
 @click.option("--driver-memory", default="1g", show_default=True)
 @connector_option
 def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, checkpoint_dir,
@@ -138,8 +144,10 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
         spark = existing
     else:
         with console.status("starting Spark..."):
+            # on a cluster the driver's UI is on: its REST API says where the tasks ran
             spark = spark_session("kafkalite-payments", master, driver_memory=driver_memory,
-                                  log_level="ERROR", kafka_connector=(connector == "kafka"))
+                                  log_level="ERROR", kafka_connector=(connector == "kafka"),
+                                  ui=master.startswith("spark://"))
     try:
         click.echo(f"pipeline: '{input_topic}' -> windowed totals per payer ({window} windows, "
                    f"{watermark} watermark) -> {', '.join(config.sinks)}; "
@@ -151,6 +159,12 @@ def run(bootstrap_server, zookeeper, input_topic, output_topic, output_dir, chec
             return
         click.echo(f"processed {result.input_rows} input rows in {result.batches} "
                    f"micro-batches")
+        if master.startswith("spark://"):
+            from spark_integration.standalone import executor_tasks
+
+            tasks = executor_tasks(spark)
+            click.echo("tasks completed per executor: " + ", ".join(
+                f"{i} on {host} {n}" for i, (host, n) in sorted(tasks.items())))
         if show and "parquet" in config.sinks:
             totals = payments.read_parquet_totals(spark, config.parquet_path)
             console.print(payments.format_table(totals, window))
