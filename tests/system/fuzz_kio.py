@@ -9,7 +9,8 @@ parses is served and answered, except a Produce with acks=0 (whose failure also 
 connection). So each frame gets one verdict:
 
 - ``answer``: kio reads the header and the body; the broker must answer it;
-- ``no-answer``: a Produce with acks=0 that kio reads: no answer, and a close is allowed;
+- ``no-answer``: a Produce with acks=0 that kio reads: no answer; a close is allowed there
+  (Kafka closes when it fails), else the frames after it are judged as usual;
 - ``close``: an unknown API, a version the broker does not serve, or a body kio cannot read (or
   reads only by accepting a null where the schema forbids one, which Kafka refuses): the broker
   closes here, and reads nothing after it.
@@ -245,19 +246,24 @@ class Expectation(NamedTuple):
     answers: list                 # Verdicts of the frames to be answered, in order, up to a close
     close_allowed: bool           # a frame Kafka closes on (or an acks=0 Produce) is sent
     unjudged: bool                # a frame kio has no schema for: anything goes after it
+    #: answers owed for sure: those ahead of the first acks=0 Produce. Kafka closes the
+    #: connection there if the Produce fails, else it goes on and answers the rest (None: all)
+    owed: int | None = None
 
 
 def expect(verdicts: list[Verdict]) -> Expectation:
     answers = []
+    owed = None
     for v in verdicts:
         if v.kind == "unjudged":
-            return Expectation(answers, True, True)
+            return Expectation(answers, True, True, owed)
         if v.kind == CLOSE:
-            return Expectation(answers, True, False)
+            return Expectation(answers, True, False, owed)
         if v.kind == NO_ANSWER:
-            return Expectation(answers, True, False)   # Kafka closes if it fails; else on
+            owed = len(answers) if owed is None else owed
+            continue
         answers.append(v)
-    return Expectation(answers, False, False)
+    return Expectation(answers, owed is not None, False, owed)
 
 
 if __name__ == "__main__":

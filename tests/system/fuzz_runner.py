@@ -121,7 +121,9 @@ def judge(data: bytes, frames: list[bytes], leftover: int, result: str = "answer
         return None
     if protocol == KAFKA:
         problem = check_kafka(kafka, frames)
-        owed = len(kafka.answers)          # up to the first frame Kafka closes on
+        # up to the first frame Kafka closes on, or the first acks=0 Produce (which closes the
+        # connection if it fails)
+        owed = len(kafka.answers) if kafka.owed is None else kafka.owed
     else:
         problem = check_native(sent, frames)
         owed = len(expected_answers(sent))  # up to the first unreadable envelope

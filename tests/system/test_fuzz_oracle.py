@@ -314,3 +314,23 @@ def test_kafkas_own_minus_one_timestamps_in_a_token_error_answer_pass():
     assert judge(data, [_token_answer(65)], 0, "answered", expected) is None   # TOKEN_DISABLED
     problem = judge(data, [_token_answer(0)], 0, "answered", expected)
     assert problem is not None and "negative timestamp" in problem
+
+
+def test_frames_after_an_acks_0_produce_are_answered_unless_it_closed():
+    """Kafka answers nothing to an acks=0 Produce and closes the connection only when it fails;
+    otherwise it goes on. The 1,000,000-case run of 2026-11-26 (seed 1137478552) counted the
+    Metadata answered behind a successful acks=0 Produce as a problem."""
+    produce = codec.encode_request(0, 9, 6, "oracle", {
+        "transactional_id": None, "acks": 0, "timeout": 5000, "topic_data": []})
+    metadata = codec.encode_request(3, 11, 3, "oracle", {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    metadata_answer = codec.encode_response(3, 11, 3, {
+        "throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": 1,
+        "topics": [], "cluster_authorized_operations": -2147483648})
+    data = frame(API_VERSIONS_V3) + frame(produce) + frame(metadata)
+    assert kafka_judge(data, [API_VERSIONS_V3_ANSWER, metadata_answer]) is None   # it went on
+    assert kafka_judge(data, [API_VERSIONS_V3_ANSWER], "closed") is None          # it failed
+    assert "closed after 0 of the 1" in kafka_judge(data, [], "closed")
+    answered_produce = codec.encode_response(0, 9, 6, {"responses": [], "throttle_time": 0})
+    assert "correlation id 6" in kafka_judge(data, [API_VERSIONS_V3_ANSWER, answered_produce])
