@@ -91,8 +91,14 @@ def executor_tasks(spark) -> dict[str, tuple[str, int]]:
     ui = spark.sparkContext.uiWebUrl
     if not ui:
         return {}
-    executors = _get_json(f"{ui}/api/v1/applications/{spark.sparkContext.applicationId}"
-                          f"/allexecutors", timeout_s=60)
+    path = f"/api/v1/applications/{spark.sparkContext.applicationId}/allexecutors"
+    try:
+        executors = _get_json(f"{ui}{path}", timeout_s=60)
+    except OSError:
+        # the UI binds SPARK_LOCAL_IP (loopback, set by session.configure_environment) while
+        # uiWebUrl names the advertised driver host: it is this process's own UI either way
+        port = ui.rsplit(":", 1)[1]
+        executors = _get_json(f"http://127.0.0.1:{port}{path}", timeout_s=60)
     return {e["id"]: (e["hostPort"], e["completedTasks"]) for e in executors
             if e["id"] != "driver"}
 

@@ -11,7 +11,8 @@ as users run them (ZooKeeper + 3 brokers, two listeners each), driven from this 
 5. the leader of a partition is killed (``docker kill``) under acks=all load: leadership moves and
    every acknowledged record is still there; the broker restarts and rejoins the ISR
 6. the ``pipeline`` service (profile "pipeline", the Spark image) generates payments and runs the
-   Spark pipeline against the cluster; the window totals it wrote to the topic are read back from
+   Spark pipeline against the cluster, submitted to the ``spark-master`` service (two
+   ``spark-worker`` services; it prints the tasks each executor completed: both workers ran some); the window totals it wrote to the topic are read back from
    the host and compared, exactly, with totals computed here from the payments it read
    (tests/system/pipeline_reference.py)
    (KAFKALITE_DOCKER_PIPELINE=0 leaves the Spark image and this step out)
@@ -26,7 +27,13 @@ import json
 import os
 
 import pytest
-from docker_e2e_clients import check_pipeline_totals, consume_all, describe, produce_while
+from docker_e2e_clients import (
+    check_pipeline_totals,
+    check_workers_ran_tasks,
+    consume_all,
+    describe,
+    produce_while,
+)
 from docker_e2e_compose import (  # noqa: F401 - docker_engine, images, timings: fixtures
     DOCKER_DIR, WITH_PIPELINE, Compose, compose_command, docker_cli, docker_engine, images, run,
     timings, wait_until)
@@ -86,7 +93,8 @@ def test_compose_file_is_valid():
     # profile); the file has more (e.g. the "secure" profile's cluster)
     services = run([*command, "-f", COMPOSE_FILE, "--profile", "pipeline", "config",
                     "--services"], timeout=60).stdout.split()
-    assert {*SERVICES, "console", "pipeline"} <= set(services), services
+    assert {*SERVICES, "console", "pipeline", "spark-master", "spark-worker-1",
+            "spark-worker-2"} <= set(services), services
 
 
 # run inside a broker container, on the compose network: Metadata must name the INTERNAL
@@ -189,6 +197,7 @@ def test_compose_cluster(compose_cluster, timings, docker_engine):
                     line.strip() for line in out.stdout.splitlines()
                     if "] batch " in line or line.startswith("processed"))[:600])
                 check_pipeline_totals(admin, bootstrap, out.stdout, timings.line)
+                check_workers_ran_tasks(out.stdout, timings.line)
     finally:
         admin.close()
 

@@ -9,7 +9,8 @@ KAFKA_* variables (no KAFKA_LISTENERS: the entrypoint derives them from the adve
 3. host clients get ``localhost:<port>`` (PLAINTEXT_HOST); a client on the compose network gets
    ``broker:29092`` (PLAINTEXT); a topic is produced (acks=all) and consumed back from the host, by
    a consumer group whose offsets topic has the replication factor the file asks for (1)
-4. the ``pipeline`` service (profile "pipeline") runs the Spark pipeline against broker:29092 and
+4. the ``pipeline`` service (profile "pipeline") runs the Spark pipeline against broker:29092 on
+   the file's Spark standalone cluster (spark-master, two spark-workers; both ran tasks) and
    its window totals are compared exactly with totals computed here (as in test_docker.py;
    KAFKALITE_DOCKER_PIPELINE=0 leaves it out)
 
@@ -24,7 +25,12 @@ import os
 import re
 
 import pytest
-from docker_e2e_clients import check_pipeline_totals, consume_all, describe
+from docker_e2e_clients import (
+    check_pipeline_totals,
+    check_workers_ran_tasks,
+    consume_all,
+    describe,
+)
 from docker_e2e_compose import (  # noqa: F401 - docker_engine, images, timings: fixtures
     DOCKER_DIR, WITH_PIPELINE, Compose, compose_command, docker_cli, docker_engine, images, run,
     timings, wait_until)
@@ -77,7 +83,8 @@ def test_cp_style_compose_file():
     run([*command, "-f", CP_FILE, "config", "-q"], timeout=60)
     services = run([*command, "-f", CP_FILE, "--profile", "pipeline", "config", "--services"],
                    timeout=60).stdout.split()
-    assert set(services) == {*SERVICES, "pipeline"}, services
+    assert set(services) == {*SERVICES, "pipeline", "spark-master", "spark-worker-1",
+                             "spark-worker-2"}, services
 
 
 @pytest.fixture
@@ -185,5 +192,6 @@ def test_cp_style_cluster(cp_cluster, timings, docker_engine):
             with timings.step("cp-style: the Spark pipeline service"):
                 out = compose("--profile", "pipeline", "run", "--rm", "pipeline", timeout=900)
                 check_pipeline_totals(admin, compose.bootstrap, out.stdout, timings.line)
+                check_workers_ran_tasks(out.stdout, timings.line)
     finally:
         admin.close()
