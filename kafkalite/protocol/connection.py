@@ -20,6 +20,7 @@ from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.protocol import Protocol
+from twisted.protocols.policies import ProtocolWrapper
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -58,6 +59,11 @@ def write_now(transport, header: bytes, payload: bytes) -> int:
     processor sends as soon as the answer is ready. Only when the transport's buffers are empty
     (so order holds), on a connected, non-TLS socket; any error or EAGAIN sends nothing here and
     leaves it to Twisted's own write path, which reports a broken connection as usual."""
+    if isinstance(transport, ProtocolWrapper):
+        # TLS by a wrapping protocol (twisted.protocols.tls.TLSMemoryBIOProtocol, what the
+        # SSL and SASL_SSL listeners and clients use): the wrapper passes attribute reads through
+        # to the TCP transport below it, whose socket would get the frame unencrypted
+        return 0
     sock = getattr(transport, "socket", None)
     if (sock is None or getattr(transport, "TLS", True) or not transport.connected
             or transport.disconnecting or transport.dataBuffer or transport._tempDataBuffer):

@@ -5,6 +5,8 @@ errors need it. Real socket pairs, a fake transport holding Twisted's buffer att
 import errno
 import socket
 
+import pytest
+
 from kafkalite.protocol.connection import KafkaWireProtocol, write_now
 from kafkalite.protocol.framing import frame_header
 
@@ -115,3 +117,22 @@ def test_connections_turn_nagle_off_as_kafka_does():
         _protocol(transport)
         assert transport.no_delay is True
         _protocol(FakeTcpTransport(a))      # a transport without the option: left alone
+
+
+def test_a_tls_wrapper_is_never_bypassed():
+    """TLSMemoryBIOProtocol (the SSL/SASL_SSL listeners' and clients' TLS) is a ProtocolWrapper,
+    which passes attribute reads through to the TCP transport below: write_now must not find
+    that transport's socket and send the frame unencrypted (it broke every TLS connection)."""
+    from twisted.internet.protocol import Factory, Protocol
+    from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
+
+    a, b = socket.socketpair()
+    with a, b:
+        tcp = FakeTcpTransport(a)
+        wrapper = ProtocolWrapper(WrappingFactory(Factory.forProtocol(Protocol)), Protocol())
+        wrapper.makeConnection(tcp)
+        assert wrapper.socket is a                          # what the old check saw
+        assert write_now(wrapper, frame_header(3), b"abc") == 0
+        b.setblocking(False)
+        with pytest.raises(BlockingIOError):            # nothing reached the raw socket
+            b.recv(16)
