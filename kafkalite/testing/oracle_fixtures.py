@@ -15,6 +15,7 @@ fails, naming the fix: in CI a skipped oracle would hide every difference.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import pytest
@@ -43,6 +44,24 @@ def session_chroot(zookeeper: Any, name: str) -> str:
     from kafkalite.local.zookeeper import create_chroots
 
     return create_chroots(zookeeper.connect_string, name)[0]
+
+
+@contextmanager
+def side_by_side(kafkalite: Any, kafka: Any) -> Iterator[None]:
+    """Start a kafkalite cluster and a Kafka one at once (the JVMs are the slower to start), run
+    the body, and stop both; the brokers' log tails are printed when anything failed."""
+    try:
+        kafkalite.spawn()
+        kafka.start()
+        kafkalite.wait_for_brokers(list(kafkalite.brokers))
+        yield
+    except BaseException:
+        print(kafkalite.describe_logs())
+        print(kafka.describe_logs())
+        raise
+    finally:
+        kafkalite.stop()
+        kafka.stop()
 
 
 def serve_cluster(request: pytest.FixtureRequest, cluster: Any) -> Iterator[Any]:

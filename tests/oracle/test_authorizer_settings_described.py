@@ -17,6 +17,7 @@ from kafkalite.testing.apache_kafka import ApacheKafkaCluster
 from kafkalite.local.cluster import LocalCluster
 from kafkalite.testing.conformance import raw
 from kafkalite.testing.conformance.clusters import authorizer_settings
+from kafkalite.testing.oracle_fixtures import side_by_side
 from kafkalite.local.zookeeper import create_chroots
 
 pytestmark = [pytest.mark.integration]
@@ -48,15 +49,9 @@ def test_authorizer_settings_are_listed_as_kafka_lists_them(zookeeper, tmp_path)
     kafka = ApacheKafkaCluster(f"{zookeeper.connect_string}{ak_root}", 1,
                                workdir=str(tmp_path / "kafka"), overrides=dict(settings))
     answers = {}
-    try:
-        kafkalite.spawn()
-        kafka.start()
-        kafkalite.wait_for_brokers(list(kafkalite.brokers))
+    with side_by_side(kafkalite, kafka):
         for name, cluster in (("kafka", kafka), ("kafkalite", kafkalite)):
             answers[name] = _broker_configs(cluster.bootstrap_servers)
-    finally:
-        kafkalite.stop()
-        kafka.stop()
     for name, configs in answers.items():
         for setting in ("super.users", "allow.everyone.if.no.acl.found", "custom.setting"):
             assert configs[setting] == (None, STATIC, True, True, UNKNOWN,

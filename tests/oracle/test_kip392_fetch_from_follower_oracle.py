@@ -32,7 +32,7 @@ from kafkalite.record import iter_records
 from kafkalite.server.read_replica import RACK_AWARE_SELECTOR
 from kafkalite.testing.apache_kafka import ApacheKafkaCluster, ApacheKafkaNotFoundError
 from kafkalite.testing.conformance import raw
-from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS
+from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, side_by_side
 
 pytestmark = [pytest.mark.integration]
 
@@ -64,18 +64,8 @@ def racked(zookeeper, tmp_path_factory):
                              workdir=str(workdir / "kafka"), overrides=dict(SETTINGS))
     except ApacheKafkaNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
-    try:
-        kafkalite.spawn()
-        kafka.start()
-        kafkalite.wait_for_brokers(list(kafkalite.brokers))
+    with side_by_side(kafkalite, kafka):
         yield {"kafkalite": kafkalite, "kafka": kafka}
-    except BaseException:
-        print(kafkalite.describe_logs())
-        print(kafka.describe_logs())
-        raise
-    finally:
-        kafkalite.stop()
-        kafka.stop()
 
 
 def _topic_with_records(bootstrap: str) -> tuple[str, int, dict[int, str]]:

@@ -20,7 +20,7 @@ import pytest
 
 from kafkalite.testing import zk_layout
 from kafkalite.local.cluster import LocalCluster
-from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, session_chroot
+from kafkalite.testing.oracle_fixtures import SHARED_SETTINGS, session_chroot, side_by_side
 from kafkalite.testing.zk_layout_expected import EXPECTED_DIFFERENCES
 from kafkalite.testing.zk_layout_scenario import (
     ACL_GROUP, ACL_PREFIX, ACL_TOPIC, AUTHORIZER_SETTINGS, DELETED_TOPIC, SCENARIO, TOPIC, USER,
@@ -68,18 +68,8 @@ def layout_run(zookeeper, tmp_path_factory) -> LayoutRun:
     kafkalite = LocalCluster(kl_connect, 3, workdir=kl_dir, overrides=overrides)
     sides = [Side("kafkalite", kafkalite, kl_connect, kl_dir), Side("kafka", kafka, ak_connect,
                                                                     ak_dir)]
-    try:
-        kafkalite.spawn()               # both start at once: the JVMs are the slower ones
-        kafka.start()
-        kafkalite.wait_for_brokers(list(kafkalite.brokers))
+    with side_by_side(kafkalite, kafka):
         nodes = _run_both(sides)
-    except BaseException:
-        print(kafkalite.describe_logs())
-        print(kafka.describe_logs())
-        raise
-    finally:
-        kafkalite.stop()
-        kafka.stop()
     layouts = {name: zk_layout.layout(found) for name, found in nodes.items()}
     diffs = zk_layout.compare(layouts["kafkalite"], layouts["kafka"])
     with open(DOC, "w") as fh:
