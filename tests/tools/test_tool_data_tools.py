@@ -67,12 +67,18 @@ def _produce_batches(bootstrap: str, topic: str) -> None:
     that librdkafka does not send them uncompressed), each flushed on its own, so both systems
     store the same batches. Every record carries the same timestamp: records stamped in
     different milliseconds (a loaded machine) would have longer timestamp deltas, and so batches
-    of other sizes on one system than on the other."""
+    of other sizes on one system than on the other.
+
+    The producer learns the partition's leader before the first record: a record queued while
+    metadata is still on its way can be sent alone once the linger has run out, and a loaded CI
+    machine once split the gzip pair so (two batches on the system it hit). The linger is long
+    enough that a stalled main thread between two produce() calls does not split a batch."""
     timestamp = int(time.time() * 1000)
     for codec, records in (("none", [(b"k0", b"v0"), (b"k1", b"v1"), (b"k2", b"v2")]),
                            ("gzip", [(b"k3", b"v3" * 100), (b"k4", b"v4" * 100)])):
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 0,
-                             "linger.ms": 200, "compression.type": codec})
+                             "linger.ms": 2000, "compression.type": codec})
+        assert topic in producer.list_topics(topic, timeout=30).topics
         for key, value in records:
             producer.produce(topic, value=value, key=key, partition=0, timestamp=timestamp,
                              headers=[("h", b"1")] if key == b"k1" else None)
