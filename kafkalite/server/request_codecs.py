@@ -21,6 +21,7 @@ from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.envelope import (decode_request_envelope, encode_response_payload,
                                          parse_request_body)
 from kafkalite.protocol.kafka import codec as kio_codec
+from kafkalite.protocol.kafka.fetch_response import encode_fetch_response
 from kafkalite.protocol.kafka.produce_response import encode_produce_response
 from kafkalite.protocol.messages import RequestErrorResponse
 from kafkalite.server.request_context import KAFKA, NATIVE
@@ -113,8 +114,13 @@ class KafkaCodec:
 
     @staticmethod
     def encode(head: RequestHead, request, response) -> bytes:
-        if head.api_key == ApiKey.PRODUCE:    # the hottest answer, written straight (same bytes)
+        # the two hottest answers, written straight (the same bytes as the generic path)
+        if head.api_key == ApiKey.PRODUCE:
             payload = encode_produce_response(head.api_version, head.correlation_id, response)
+            if payload is not None:
+                return payload
+        elif head.api_key == ApiKey.FETCH:
+            payload = encode_fetch_response(head.api_version, head.correlation_id, response)
             if payload is not None:
                 return payload
         values = head.spec.kafka.response(response, head.api_version)

@@ -15,44 +15,13 @@ from __future__ import annotations
 import struct
 
 from kafkalite.protocol import messages as m
+from kafkalite.protocol.kafka import wire_primitives as w
 
 __all__ = ["encode_produce_response", "MIN_VERSION", "MAX_VERSION"]
 
 MIN_VERSION = 3       # kio has no schema below (nor does kafkalite serve one)
 MAX_VERSION = 9       # Kafka 2.8's newest; v9 is the first flexible one
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">ihq")            # index, error_code, base_offset
-_I64 = struct.Struct(">q")
-_NO_TAGS = b"\x00"
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string(value: str, flexible: bool) -> bytes:
-    data = value.encode()
-    if flexible:
-        return _uvarint(len(data) + 1) + data
-    if len(data) > 0x7FFF:
-        raise OverflowError("string too long")
-    return _I16.pack(len(data)) + data
-
-
-def _nullable_string(value: str | None, flexible: bool) -> bytes:
-    if value is None:
-        return b"\x00" if flexible else _I16.pack(-1)
-    return _string(value, flexible)
-
-
-def _count(n: int, flexible: bool) -> bytes:
-    return _uvarint(n + 1) if flexible else _I32.pack(n)
 
 
 def encode_produce_response(version: int, correlation_id: int,
@@ -63,37 +32,37 @@ def encode_produce_response(version: int, correlation_id: int,
         return None
     flexible = version >= 9
     try:
-        out = [_I32.pack(correlation_id)]
+        out = [w.I32.pack(correlation_id)]
         if flexible:
-            out.append(_NO_TAGS)                # ResponseHeaderV1's tagged fields
-        out.append(_count(len(response.responses), flexible))
+            out.append(w.NO_TAGS)                # ResponseHeaderV1's tagged fields
+        out.append(w.count(len(response.responses), flexible))
         for topic, partitions in response.responses.items():
-            out.append(_string(topic, flexible))
-            out.append(_count(len(partitions), flexible))
+            out.append(w.string(topic, flexible))
+            out.append(w.count(len(partitions), flexible))
             for index, p in partitions.items():
                 out.append(_PARTITION.pack(index, p.error_code, p.base_offset))
                 # -1 (CreateTime) is what kio writes for "no time"
-                out.append(_I64.pack(p.log_append_time if p.log_append_time >= 0 else -1))
+                out.append(w.I64.pack(p.log_append_time if p.log_append_time >= 0 else -1))
                 if version >= 5:
-                    out.append(_I64.pack(p.log_start_offset))
+                    out.append(w.I64.pack(p.log_start_offset))
                 if version >= 8:
                     errors = p.record_errors
-                    out.append(_count(len(errors), flexible))
+                    out.append(w.count(len(errors), flexible))
                     for e in errors:
-                        out.append(_I32.pack(e.batch_index))
-                        out.append(_nullable_string(e.message, flexible))
+                        out.append(w.I32.pack(e.batch_index))
+                        out.append(w.nullable_string(e.message, flexible))
                         if flexible:
-                            out.append(_NO_TAGS)
+                            out.append(w.NO_TAGS)
                     # Kafka sends an error message only with record errors (KIP-467), as the
                     # converter does
-                    out.append(_nullable_string(p.error_message if errors else None, flexible))
+                    out.append(w.nullable_string(p.error_message if errors else None, flexible))
                 if flexible:
-                    out.append(_NO_TAGS)        # the partition's tagged fields
+                    out.append(w.NO_TAGS)        # the partition's tagged fields
             if flexible:
-                out.append(_NO_TAGS)            # the topic's
-        out.append(_I32.pack(response.throttle_time_ms))
+                out.append(w.NO_TAGS)            # the topic's
+        out.append(w.I32.pack(response.throttle_time_ms))
         if flexible:
-            out.append(_NO_TAGS)                # the body's
+            out.append(w.NO_TAGS)                # the body's
     except (struct.error, OverflowError, AttributeError, TypeError):
         return None
     return b"".join(out)
