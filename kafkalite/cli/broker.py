@@ -59,9 +59,10 @@ def run_broker(config: BrokerConfig, log_level: str = "INFO") -> int:
         broker.ready.addCallbacks(frozen, failed)
         broker.startService()
 
-    def frozen(_):
+    def frozen(result):
         # the start-up state out of the gc's full walks (server.gc_policy: tail latency)
         freeze_startup_objects()
+        return result
 
     def on_signal(signum, frame):
         log.info("received %s: shutting down", signal.Signals(signum).name)

@@ -20,23 +20,6 @@ from kafkalite.server.request_context import RequestContext
 __all__ = ["ApiDispatcher"]
 
 
-def _peer_host(connection) -> str:
-    # asked once per connection, whose peer never changes: getPeer builds an attrs address,
-    # validators run, on every call (~6% of serving a produce request in a py-spy profile)
-    host = getattr(connection, "_kafkalite_peer_host", None)
-    if isinstance(host, str):
-        return host
-    try:
-        host = connection.transport.getPeer().host
-    except Exception:  # noqa: BLE001 - no transport (tests) or not an IP peer
-        return ""
-    try:
-        connection._kafkalite_peer_host = host
-    except AttributeError:
-        pass
-    return host
-
-
 class ApiDispatcher:
     def __init__(self, broker, table: dict | None = None):
         self.broker = broker
@@ -67,7 +50,7 @@ class ApiDispatcher:
         listener_security = getattr(factory, "listener_security", None)
         security = getattr(connection, "security", None)
         principal = getattr(security, "principal", ANONYMOUS)
-        host = _peer_host(connection)
+        host = getattr(connection, "peer_host", "")   # BrokerProtocol reads it once
         authorizer = getattr(getattr(self.broker, "security", None), "authorizer", None)
         authz = ALLOW_ALL if authorizer is None else RequestAuthz(authorizer, principal, host)
         return RequestContext(
