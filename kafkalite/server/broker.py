@@ -93,7 +93,8 @@ class BrokerService(service.MultiService):
             partition_known=self.metadata_cache.contains_partition,
             producer_id_expiration_ms=config.transactional_id_expiration_ms,
             replica_selector=replica_selector(config.replica_selector_class),
-            rack_of=self._rack_of)
+            rack_of=self._rack_of,
+            broker_alive=lambda broker_id: broker_id in self.metadata_cache.brokers)
         # the 0.9+ group coordinator, __consumer_offsets (docs/architecture.md, 9. Consumer groups)
         self.offsets_store = OffsetsLogStore(self)
         self.group_coordinator = GroupCoordinator(self.broker_id, reactor, self.offsets_store,

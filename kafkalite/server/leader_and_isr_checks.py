@@ -12,16 +12,24 @@ UNKNOWN_TOPIC_OR_PARTITION.
 Kafka checks nothing else: a leader outside the ISR, or an ISR naming brokers outside the
 replicas, is taken as the controller sent it (the high watermark counts only assigned replicas, so
 such an ISR member holds nothing back: ``partition.compute_high_watermark``).
+
+A taken state that makes this broker a follower of a leader that is no live broker (Kafka's
+makeFollowers looks the leader up in the metadata cache; kafkalite also in the request's live
+leaders) changes nothing but the log, which is made: the partition keeps its leader epoch, so the
+controller's next state at that epoch is still taken. Otherwise a forged or corrupt state naming
+a broker that does not exist left the partition following nobody at the controller's own epoch,
+deaf to the controller's resends (found by the 1,000,000-case fuzz: a partition advertised with
+leader 1, whose broker 1 answered NOT_LEADER_OR_FOLLOWER). A leader of -1 (none) is taken as sent.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from kafkalite.errors import StaleControllerEpochError, UnknownTopicOrPartitionError
 
-__all__ = ["Ignored", "ignored_state"]
+__all__ = ["Ignored", "ignored_state", "unavailable_leader"]
 
 
 class Ignored(NamedTuple):
@@ -50,3 +58,15 @@ def ignored_state(state, current_leader_epoch: int, broker_id: int, controller_i
     return Ignored(StaleControllerEpochError.code,
                    f"{head} since its associated leader epoch {state.leader_epoch} matches "
                    "the current leader epoch", logging.INFO)
+
+
+def unavailable_leader(state, broker_id: int, controller_id: int, controller_epoch: int,
+                       broker_alive: Callable[[int], bool]) -> str | None:
+    """Why a state taken by ``ignored_state`` still cannot make this broker a follower (Kafka's
+    log line), or None."""
+    leader = state.leader
+    if leader < 0 or leader == broker_id or broker_alive(leader):
+        return None
+    return (f"Received LeaderAndIsr request from controller {controller_id} epoch "
+            f"{controller_epoch} for partition {state.topic}-{state.partition} but cannot "
+            f"become follower since the new leader {leader} is unavailable")

@@ -28,7 +28,7 @@ from kafkalite.server.offset_values import EpochEndOffset, EpochQuery, OffsetQue
 from kafkalite.server.data_values import FetchParams, FetchResult, PartitionData, ProduceResult
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
                                                DelayedProduce, error_text)
-from kafkalite.server.leader_and_isr_checks import ignored_state
+from kafkalite.server.leader_and_isr_checks import ignored_state, unavailable_leader
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.server.producer_state import CLIENT
 from kafkalite.server import producer_txns
@@ -54,7 +54,8 @@ class ReplicaManager:
                  partition_known: Callable[[str, int], bool] | None = None,
                  producer_id_expiration_ms: int = 604800000,
                  replica_selector: Selector | None = None,
-                 rack_of: Callable[[int], str | None] | None = None):
+                 rack_of: Callable[[int], str | None] | None = None,
+                 broker_alive: Callable[[int], bool] | None = None):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.reactor = reactor
@@ -88,6 +89,8 @@ class ReplicaManager:
         # broker's rack (None when it is gone or has none), from the metadata cache
         self.replica_selector = replica_selector
         self.rack_of = rack_of or (lambda broker_id: None)
+        # whether the metadata cache knows a live broker (a follower's leader must be one)
+        self.broker_alive = broker_alive or (lambda broker_id: False)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -184,6 +187,8 @@ class ReplicaManager:
         partition_errors = []
         new_followers = []
         roles = []
+        live_ids = {b.broker_id for b in request.live_leaders}
+        alive = lambda b: b in live_ids or self.broker_alive(b)  # noqa: E731
         for state in request.partition_states:
             tp = (state.topic, state.partition)
             try:
@@ -205,6 +210,12 @@ class ReplicaManager:
                     continue
                 if partition is None:
                     partition = self._create_partition(state.topic, state.partition)
+                unavailable = unavailable_leader(state, self.broker_id, request.controller_id,
+                                                 request.controller_epoch, alive)
+                if unavailable is not None:
+                    log.error(unavailable)
+                    partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
+                    continue
                 before = (partition.is_leader, partition.leader_epoch)
                 new_state = PartitionState(state.leader, state.leader_epoch, list(state.isr),
                                            list(state.replicas), state.zk_version,

@@ -19,6 +19,7 @@ from kafkalite.coordinator.types import (OFFSETS_TOPIC, GroupSnapshot, MemberSna
                                          OffsetAndMetadata)
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
+from replica_fakes import live_leaders
 from kafkalite.record import build_batch, iter_batches, iter_records
 from kafkalite.record import header as hdr
 from kafkalite.server.broker import BrokerService
@@ -87,7 +88,8 @@ class Broker:
                                              list(isr if isr is not None else replicas), 0,
                                              list(replicas))
         response = self.replica_manager.become_leader_or_follower(m.LeaderAndIsrRequest(
-            controller_id=1, controller_epoch=1, partition_states=[state]))
+            controller_id=1, controller_epoch=1, partition_states=[state],
+            live_leaders=live_leaders(replicas)))
         assert all(e.error_code == expected_error for e in response.partition_errors)
 
     def follower_fetch(self, replica_id, offset, partition=0):

@@ -11,6 +11,7 @@ from kafkalite.config import BrokerConfig, TopicConfig
 from kafkalite.errors import ConfigError
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
+from replica_fakes import live_leaders
 from kafkalite.record import build_batch, iter_records
 from kafkalite.record.control import build_control_batch
 from kafkalite.server.data_values import FetchParams, PartitionData
@@ -121,7 +122,8 @@ class Replica:
     def state(self, leader=1, epoch=3):
         state = m.LeaderAndIsrPartitionState("t", 0, 1, leader, epoch, [1, 2, 3], 0, [1, 2, 3])
         self.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
-            controller_id=1, controller_epoch=1, partition_states=[state]))
+            controller_id=1, controller_epoch=1, partition_states=[state],
+            live_leaders=live_leaders([1, 2, 3])))
         return self.manager.partitions[TP]
 
     def fetch(self, offset, replica_id=-1, rack=None, epoch=-1, isolation=0, max_wait_ms=0):

@@ -13,6 +13,7 @@ from kafkalite.record import build_batch, iter_records
 from kafkalite.server.partition import PartitionState
 from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.replica_manager import ReplicaManager
+from replica_fakes import live_leaders
 
 TP = ("t", 0)
 
@@ -36,11 +37,12 @@ class Harness:
             isr_change_callback=lambda p, isr: self.isr_changes.append((p.tp, isr)))
         self.manager.start()
 
-    def lead(self, replicas, isr, epoch=0, leader=1, controller_epoch=1):
+    def lead(self, replicas, isr, epoch=0, leader=1, controller_epoch=1, live=None):
         state = m.LeaderAndIsrPartitionState("t", 0, controller_epoch, leader, epoch, isr, 0,
                                              replicas)
         return self.manager.become_leader_or_follower(m.LeaderAndIsrRequest(
-            controller_id=1, controller_epoch=controller_epoch, partition_states=[state]))
+            controller_id=1, controller_epoch=controller_epoch, partition_states=[state],
+            live_leaders=live_leaders(replicas if live is None else live)))
 
     def produce(self, acks, n=3, timeout_ms=5000):
         return self.manager.append_records(timeout_ms, acks, False, {TP: _batch(n)})
@@ -249,3 +251,31 @@ def test_an_isr_member_that_is_no_replica_holds_nothing_back(tmp_path):
     partition = h.manager.partitions[TP]
     assert partition.high_watermark == 6
     assert len(list(iter_records(_resolved(h.fetch(0))[TP].records))) == 6
+
+
+def test_a_follower_state_whose_leader_is_no_live_broker_changes_nothing_but_the_log(tmp_path):
+    """Kafka's makeFollowers: a leader that is no live broker (a forged or corrupt state naming
+    broker 33) makes the log and nothing else; the partition keeps its epoch, so the
+    controller's own state at that epoch is still taken (the 1,000,000-case fuzz found a
+    partition following broker 33 at epoch 0, deaf to the controller's resends)."""
+    h = Harness(tmp_path)
+    answer = h.lead([1, 33], [1, 33], epoch=0, leader=33, live=[1])
+    assert [e.error_code for e in answer.partition_errors] == [0]
+    partition = h.manager.partitions[TP]
+    assert (partition.is_leader, partition.leader_epoch) == (False, -1)
+    assert (tmp_path / "b1" / "t-0").is_dir()
+    answer = h.lead([1, 2], [1, 2], epoch=0, leader=1)
+    assert [e.error_code for e in answer.partition_errors] == [0]
+    assert (partition.is_leader, partition.leader_epoch) == (True, 0)
+    # a leader keeps leading when told to follow a broker that is not alive
+    h.lead([1, 2], [1, 2], epoch=1, leader=2, live=[1])
+    assert (partition.is_leader, partition.leader_epoch) == (True, 0)
+
+
+def test_a_leader_the_metadata_cache_knows_is_followed(tmp_path):
+    """Alive is what the request's live leaders or the metadata cache say."""
+    h = Harness(tmp_path)
+    h.manager.broker_alive = lambda broker_id: broker_id == 2
+    h.lead([1, 2], [1, 2], epoch=0, leader=2, live=[1])
+    assert (h.manager.partitions[TP].is_leader, h.manager.partitions[TP].leader_epoch) == \
+        (False, 0)

@@ -12,6 +12,7 @@ from kafkalite import errors
 from kafkalite.config import BrokerConfig, TopicConfig
 from kafkalite.log.manager import LogManager
 from kafkalite.protocol import messages as m
+from replica_fakes import live_leaders
 from kafkalite.record import iter_records
 from kafkalite.server.data_values import FetchParams, PartitionData
 from kafkalite.server.metadata_cache import MetadataCache
@@ -86,7 +87,8 @@ class Broker:
                                              list(isr if isr is not None else replicas), 0,
                                              list(replicas))
         self.replica_manager.become_leader_or_follower(m.LeaderAndIsrRequest(
-            controller_id=1, controller_epoch=1, partition_states=[state]))
+            controller_id=1, controller_epoch=1, partition_states=[state],
+            live_leaders=live_leaders(replicas)))
 
     def follower_fetch(self, replica_id, offset):
         return self.replica_manager.fetch(FetchParams(replica_id, max_wait_ms=0, min_bytes=1),
