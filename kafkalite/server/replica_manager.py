@@ -213,7 +213,8 @@ class ReplicaManager:
                 unavailable = unavailable_leader(state, self.broker_id, request.controller_id,
                                                  request.controller_epoch, alive)
                 if unavailable is not None:
-                    log.error(unavailable)
+                    # Kafka logs it as an error; here, as all refused input, a warning
+                    log.warning(unavailable)
                     partition_errors.append(m.PartitionError(tp[0], tp[1], 0))
                     continue
                 before = (partition.is_leader, partition.leader_epoch)
