@@ -39,9 +39,7 @@ def encode_fetch_response(version: int, correlation_id: int,
         return None
     flexible = version >= 12
     try:
-        out = [w.I32.pack(correlation_id)]
-        if flexible:
-            out.append(w.NO_TAGS)                    # ResponseHeaderV1's tagged fields
+        out = [w.response_header(correlation_id, flexible)]
         if version >= 7:                             # kafkalite opens no fetch session (id 0)
             out.append(_TOP.pack(response.throttle_time_ms, response.error_code, 0))
         else:

@@ -32,9 +32,7 @@ def encode_produce_response(version: int, correlation_id: int,
         return None
     flexible = version >= 9
     try:
-        out = [w.I32.pack(correlation_id)]
-        if flexible:
-            out.append(w.NO_TAGS)                # ResponseHeaderV1's tagged fields
+        out = [w.response_header(correlation_id, flexible)]
         out.append(w.count(len(response.responses), flexible))
         for topic, partitions in response.responses.items():
             out.append(w.string(topic, flexible))

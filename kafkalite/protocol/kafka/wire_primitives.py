@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["I16", "I32", "I64", "NO_TAGS", "uvarint", "string", "nullable_string", "count",
+__all__ = ["I16", "I32", "I64", "NO_TAGS", "response_header", "uvarint", "string", "nullable_string", "count",
            "nullable_count", "nullable_bytes_prefix"]
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
 NO_TAGS = b"\x00"          # an empty tagged-field section of a flexible version
+
+
+def response_header(correlation_id: int, flexible: bool) -> bytes:
+    """ResponseHeader v0 (the correlation id), or v1 (with empty tagged fields) for a flexible
+    version."""
+    return I32.pack(correlation_id) + NO_TAGS if flexible else I32.pack(correlation_id)
 
 
 def uvarint(value: int) -> bytes:
