@@ -3,7 +3,7 @@ poll gets, byte for byte what kio writes through the converter (``convert/data.p
 ``codec.encode_response``.
 
 Why: kio's generic path (the converter's dict, ``entities.build`` into validated entities, then
-kio's entity writer) took 35-90 us per one-partition answer in a micro-benchmark (v11 and v12),
+kio's entity writer) took 35-93 us per one-partition answer in a micro-benchmark (v11 and v12),
 on the path of every record's end-to-end latency. The generic path stays the reference:
 ``tests/unit/test_fetch_response_fast.py`` compares both on generated answers for every version,
 and anything unusual (a version outside 4-12, a value out of its field's range) returns None so

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["I16", "I32", "I64", "NO_TAGS", "response_header", "uvarint", "string", "nullable_string", "count",
-           "nullable_count", "nullable_bytes_prefix"]
+__all__ = ["I16", "I32", "I64", "NO_TAGS", "response_header", "uvarint", "string",
+           "nullable_string", "count", "nullable_count", "nullable_bytes_prefix"]
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
