@@ -339,7 +339,9 @@ class ReplicaManager:
                                             partition.log_start_offset)
                 if required_acks == -1:
                     pending[tp] = info.last_offset + 1
-                self.fetch_purgatory.check(tp)
+                    self.fetch_purgatory.check(tp)    # the answer waits on the followers
+                else:
+                    self.fetch_purgatory.check_soon(tp)   # the answer first (purgatory's doc)
             except Exception as exc:  # noqa: BLE001 - answered per partition
                 if not isinstance(exc, KafkaError):
                     log.exception("append to %s-%d failed", topic, partition_id)

@@ -135,3 +135,28 @@ def test_purges_grow_apart_with_the_number_of_live_watches():
         purgatory.try_complete_else_watch(WaitFor(10_000, {"value": 0}, 1), [n])
     assert not clock.getDelayedCalls() or all(c.getTime() > 0 for c in clock.getDelayedCalls())
     assert purgatory._purge_call is None     # the next purge waits for 2 x the live entries
+
+
+def test_check_soon_runs_on_the_next_turn_once_per_key():
+    clock, state = Clock(), {"value": 0}
+    purgatory = Purgatory("p", clock)
+    checks = []
+    real_check = purgatory.check
+    purgatory.check = lambda key: checks.append(key) or real_check(key)
+    result = _results(purgatory.try_complete_else_watch(WaitFor(1000, state, 1), ["k"]))
+    state["value"] = 1
+    purgatory.check_soon("k")
+    purgatory.check_soon("k")
+    purgatory.check_soon("nobody-watches")
+    assert result == [] and checks == []      # not inside the caller's turn
+    clock.advance(0)
+    assert result == [("done", 1)] and checks == ["k"]
+    clock.advance(0)
+    assert checks == ["k"]
+
+
+def test_check_soon_without_watchers_schedules_nothing():
+    clock = Clock()
+    purgatory = Purgatory("p", clock)
+    purgatory.check_soon("k")
+    assert clock.getDelayedCalls() == []

@@ -115,9 +115,21 @@ def test_long_poll_wakes_on_append(tmp_path):
     h.lead([1], [1])
     waiting = h.fetch(0, max_wait_ms=5000)
     assert _resolved(waiting) is None
-    h.produce(acks=1)
+    answer = h.produce(acks=1)
+    # the producer's answer is ready while the fetch still waits: it is woken on the
+    # reactor's next turn (Purgatory.check_soon), so the answer is written first
+    assert answer[TP].error_code == 0 and _resolved(waiting) is None
+    h.clock.advance(0)
     response = _resolved(waiting)
     assert len(list(iter_records(response[TP].records))) == 3
+
+
+def test_long_poll_wakes_on_acks_all_append_at_once(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1], [1])
+    waiting = h.fetch(0, max_wait_ms=5000)
+    h.produce(acks=-1)
+    assert len(list(iter_records(_resolved(waiting)[TP].records))) == 3
 
 
 def test_long_poll_times_out_empty(tmp_path):
