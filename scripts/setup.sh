@@ -74,6 +74,9 @@ if [ "$APACHE_KAFKA" = 1 ]; then
   { command -v g++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1; } \
     || missing+=(build-essential)
   [ -f /usr/include/rapidjson/schema.h ] || missing+=(rapidjson-dev)
+  # Redis: the Redis Streams peer of bench/peers.py (end-to-end latency with Python clients),
+  # whose smoke test runs with the oracle's tests
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} from apt" >&2
