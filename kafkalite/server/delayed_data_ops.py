@@ -66,6 +66,11 @@ class DelayedProduce(DelayedOperation):
         return self.results
 
 
+def is_consumer_fetch(operation: DelayedOperation) -> bool:
+    """Whether a waiting operation is a consumer's fetch (not a follower's: replica id -1)."""
+    return isinstance(operation, DelayedFetch) and operation.params.replica_id < 0
+
+
 class DelayedFetch(DelayedOperation):
     """A fetch that waits for min_bytes of new data or max_wait_ms."""
 

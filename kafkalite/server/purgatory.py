@@ -14,10 +14,12 @@ reactor's next turn, never inside a check: left there, under steady traffic, the
 completed fetch alive (thousands a second with 3 brokers), which fed CPython's full collections.
 
 ``check_soon(key)`` is ``check`` deferred to the reactor's next turn (once per key however often
-asked before it runs). An acks=0/1 append uses it so that its producer's answer leaves before the
-fetches it wakes are read and written: in Kafka those answers only go onto network threads' queues,
-but here completing a follower's fetch reads the log and writes the answer on the same thread,
-which put two follower answers (~0.3 ms on 2 cores) before the producer's at rf 3.
+asked before it runs). An acks=0/1 append wakes its consumers' fetches at once and its followers'
+with it, so that the producer's answer leaves before the followers' are read and written: in
+Kafka those answers only go onto network threads' queues, but here completing a fetch reads the
+log and writes the answer on the same thread, which put two follower answers (~0.3 ms on 2 cores)
+before the producer's at rf 3. Consumers keep going first: their answer is the records' way out
+(deferring them too cost 0.07 ms of end-to-end p50).
 """
 
 from __future__ import annotations
@@ -93,8 +95,10 @@ class Purgatory:
             max(0, operation.timeout_ms) / 1000.0, self._expire, operation, keys)
         return operation.deferred
 
-    def check(self, key: Hashable) -> int:
-        """Re-test the operations watching ``key``; return how many completed."""
+    def check(self, key: Hashable,
+              predicate: Callable[[DelayedOperation], bool] | None = None) -> int:
+        """Re-test the operations watching ``key`` (those ``predicate`` accepts, when given; the
+        others wait on untested); return how many completed."""
         watchers = self._watchers.get(key)
         if not watchers:
             return 0
@@ -103,7 +107,9 @@ class Purgatory:
         for operation in watchers:
             if operation.completed:
                 continue
-            if operation.try_complete():
+            if predicate is not None and not predicate(operation):
+                remaining.append(operation)
+            elif operation.try_complete():
                 operation.force_complete()
                 completed += 1
             else:

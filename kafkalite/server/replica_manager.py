@@ -27,7 +27,7 @@ from kafkalite.server.delete_records import INTERNAL_TOPICS
 from kafkalite.server.offset_values import EpochEndOffset, EpochQuery, OffsetQuery, OffsetResult
 from kafkalite.server.data_values import FetchParams, FetchResult, PartitionData, ProduceResult
 from kafkalite.server.delayed_data_ops import (NO_LOG_START_ERRORS, DelayedFetch,
-                                               DelayedProduce, error_text)
+                                               DelayedProduce, error_text, is_consumer_fetch)
 from kafkalite.server.leader_and_isr_checks import ignored_state, unavailable_leader
 from kafkalite.server.partition import Partition, PartitionState, epoch_starts_from_log
 from kafkalite.server.producer_state import CLIENT
@@ -340,8 +340,9 @@ class ReplicaManager:
                 if required_acks == -1:
                     pending[tp] = info.last_offset + 1
                     self.fetch_purgatory.check(tp)    # the answer waits on the followers
-                else:
-                    self.fetch_purgatory.check_soon(tp)   # the answer first (purgatory's doc)
+                else:       # consumers now, followers after this answer (purgatory's doc)
+                    self.fetch_purgatory.check(tp, is_consumer_fetch)
+                    self.fetch_purgatory.check_soon(tp)
             except Exception as exc:  # noqa: BLE001 - answered per partition
                 if not isinstance(exc, KafkaError):
                     log.exception("append to %s-%d failed", topic, partition_id)

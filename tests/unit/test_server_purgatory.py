@@ -160,3 +160,14 @@ def test_check_soon_without_watchers_schedules_nothing():
     purgatory = Purgatory("p", clock)
     purgatory.check_soon("k")
     assert clock.getDelayedCalls() == []
+
+
+def test_check_with_a_predicate_leaves_the_others_waiting_untested():
+    state = {"value": 1}
+    purgatory = Purgatory("p", Clock())
+    first, second = WaitFor(1000, state, 5), WaitFor(1000, state, 5)
+    results = [_results(purgatory.try_complete_else_watch(op, ["k"])) for op in (first, second)]
+    state["value"] = 5
+    assert purgatory.check("k", lambda op: op is second) == 1
+    assert results == [[], [("done", 5)]]
+    assert purgatory.check("k") == 1 and results[0] == [("done", 5)]

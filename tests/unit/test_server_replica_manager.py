@@ -115,13 +115,23 @@ def test_long_poll_wakes_on_append(tmp_path):
     h.lead([1], [1])
     waiting = h.fetch(0, max_wait_ms=5000)
     assert _resolved(waiting) is None
-    answer = h.produce(acks=1)
-    # the producer's answer is ready while the fetch still waits: it is woken on the
-    # reactor's next turn (Purgatory.check_soon), so the answer is written first
-    assert answer[TP].error_code == 0 and _resolved(waiting) is None
-    h.clock.advance(0)
+    h.produce(acks=1)
     response = _resolved(waiting)
     assert len(list(iter_records(response[TP].records))) == 3
+
+
+def test_acks_1_append_wakes_followers_after_its_answer(tmp_path):
+    h = Harness(tmp_path)
+    h.lead([1, 2], [1, 2])
+    h.fetch(0, replica_id=2)
+    follower = h.fetch(0, replica_id=2, max_wait_ms=5000)
+    assert _resolved(follower) is None
+    answer = h.produce(acks=1)
+    # the producer's answer is ready while the follower's fetch still waits: it is woken on
+    # the reactor's next turn (Purgatory.check_soon), so the answer is written first
+    assert answer[TP].error_code == 0 and _resolved(follower) is None
+    h.clock.advance(0)
+    assert len(list(iter_records(_resolved(follower)[TP].records))) == 3
 
 
 def test_long_poll_wakes_on_acks_all_append_at_once(tmp_path):
