@@ -23,7 +23,8 @@ marker was absent. Then four tasks run on the injected reactor:
   the last checkpoint (from the segment holding the checkpointed point on) is re-verified.
 
 ``stopService`` flushes every log, writes the checkpoints, closes the logs and writes the
-clean-shutdown marker. All of it runs on the reactor thread (fsyncs included, synchronously).
+clean-shutdown marker. All of it runs on the reactor thread (fsyncs included, synchronously),
+apart from the periodic checkpoint writes (``manager_checkpoints``: on a thread of their own).
 
 Future logs (AlterReplicaLogDirs' copies in another dir, and where a partition not hosted yet is
 to be created) are ``log.future_logs``' part of the manager.
@@ -58,11 +59,11 @@ from kafkalite.log.checkpoint import (
     REPLICATION_OFFSET_CHECKPOINT,
     fsync_dir,
     read_checkpoint,
-    write_checkpoint,
 )
 from kafkalite.log.dir_failure import LogDirFailureChannel, normalize_dir, storage_error_hint
 from kafkalite.log.future_logs import FutureLogs, parse_future_dir
 from kafkalite.log.log import Log, log_dir_name, parse_topic_partition
+from kafkalite.log.manager_checkpoints import Checkpoints
 from kafkalite.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ MAX_LOOP_INTERVAL_MS = 2**31 - 1
 DELETE_DIR_SUFFIX = "-delete"
 
 
-class LogManager(FutureLogs, service.Service):
+class LogManager(FutureLogs, Checkpoints, service.Service):
     """Owns the Log of every partition hosted on this broker."""
 
     name = "log-manager"
@@ -112,7 +113,7 @@ class LogManager(FutureLogs, service.Service):
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._init_future_logs()    # AlterReplicaLogDirs' copies (log.future_logs)
-        self._high_watermarks: dict[str, dict[TopicPartition, int]] = {}
+        self._init_checkpoints(reactor)   # checkpoint files (log.manager_checkpoints)
         self._loops: list[task.LoopingCall] = []
         self._loop_starts: list = []     # delayed calls starting a loop after its first delay
         self.loaded = False
@@ -178,6 +179,7 @@ class LogManager(FutureLogs, service.Service):
     # --- service ----------------------------------------------------------------------------------
     def startService(self) -> None:
         self.load_logs()
+        self.checkpoint_writer.start()
         super().startService()
         self._start_loop(self.cleanup_logs, self.retention_check_interval_ms, "retention")
         self._schedule_cleaner()
@@ -186,8 +188,8 @@ class LogManager(FutureLogs, service.Service):
         if self.flush_check_interval_ms <= MAX_LOOP_INTERVAL_MS:
             self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
         if self.checkpoint_interval_ms > 0:
-            self._start_loop(self.checkpoint_logs, self.checkpoint_interval_ms, "checkpoint",
-                             first_ms=INITIAL_TASK_DELAY_MS)
+            self._start_loop(self.checkpoint_logs_in_background, self.checkpoint_interval_ms,
+                             "checkpoint", first_ms=INITIAL_TASK_DELAY_MS)
 
     def stopService(self):
         for loop in self._loops:
@@ -202,6 +204,7 @@ class LogManager(FutureLogs, service.Service):
             self._cleaner_call.cancel()
         self._cleaner_call = None
         self._close_future_logs()
+        self.checkpoint_writer.stop()     # its batch under way first: the writes below follow
         clean = True
         for tp, log_ in list(self._logs.items()):
             if self.failure_channel.is_offline(self._dir_of[tp]):
@@ -486,47 +489,6 @@ class LogManager(FutureLogs, service.Service):
                 action(log_)
             except Exception:  # noqa: BLE001
                 log.exception("%s of %s-%d failed", what, *tp)
-
-    def checkpoint_logs(self, raise_errors: bool = False) -> None:
-        """Write every live data dir's recovery-point and log-start-offset checkpoints. A
-        failure takes that dir offline; ``raise_errors`` also raises it."""
-        for data_dir in self.live_dirs:
-            hosted = {tp: lg for tp, lg in self._logs.items() if self._dir_of[tp] == data_dir}
-            try:
-                write_checkpoint(os.path.join(data_dir, RECOVERY_POINT_CHECKPOINT),
-                                 {tp: lg.recovery_point for tp, lg in hosted.items()})
-                write_checkpoint(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT),
-                                 {tp: lg.log_start_offset for tp, lg in hosted.items()})
-            except OSError as exc:
-                message = self._report(data_dir, exc, f"write the checkpoints in {data_dir}")
-                if raise_errors:
-                    raise KafkaStorageError(message) from exc
-
-    # --- high watermarks (owned by the replica manager) -------------------------------------------
-    def high_watermark_checkpoint(self, topic: str, partition: int) -> int:
-        """The partition's last checkpointed high watermark (0 if none)."""
-        data_dir = self._dir_of.get((topic, partition))
-        if data_dir is None:
-            return 0
-        return self._high_watermarks.get(data_dir, {}).get((topic, partition), 0)
-
-    def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write ``replication-offset-checkpoint`` in each live data dir for the partitions it
-        hosts (partitions without a log here are ignored). An offline dir keeps its last file
-        (its high watermarks only ever lag); a dir whose write fails goes offline, the others
-        are still written."""
-        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.live_dirs}
-        for tp, hw in high_watermarks.items():
-            data_dir = self._dir_of.get(tp)
-            if data_dir in by_dir:
-                by_dir[data_dir][tp] = hw
-        for data_dir, entries in by_dir.items():
-            try:
-                write_checkpoint(os.path.join(data_dir, REPLICATION_OFFSET_CHECKPOINT), entries)
-            except OSError as exc:
-                self._report(data_dir, exc, f"write the high watermarks in {data_dir}")
-                continue
-            self._high_watermarks[data_dir] = dict(entries)
 
 
 def _partition_dirs(data_dir: str) -> set[TopicPartition] | None:

@@ -383,8 +383,10 @@ class BrokerService(service.MultiService):
         return self.deferred_zk.create_isr_change_notification(tps).addErrback(
             lambda f: log.warning("ISR change notification failed: %s", f.getErrorMessage()))
 
-    def _checkpoint_high_watermarks(self) -> None:
-        self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
+    def _checkpoint_high_watermarks(self) -> defer.Deferred | None:
+        """The periodic write, off the reactor thread (LogManager's checkpoint writer)."""
+        return self.log_manager.write_high_watermarks_in_background(
+            self.replica_manager.high_watermarks())
 
     def allocate_producer_id(self) -> defer.Deferred:
         if self._producer_ids:
@@ -428,8 +430,10 @@ class BrokerService(service.MultiService):
         self.replica_manager.stop()
         if self.controller is not None:
             await self.controller.stop()
+        # the periodic writes' thread first, so the last write is this one
+        self.log_manager.checkpoint_writer.stop()
         try:
-            self._checkpoint_high_watermarks()
+            self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
         except errors.KafkaError as exc:
             log.warning("high watermark checkpoint at shutdown failed: %s", exc)
         if self.zk is not None:
