@@ -111,6 +111,13 @@ class LogSegment(SegmentLoading):
             raise
         self._size = os.fstat(self._fd).st_size
         self._next_offset = base_offset
+        # where the last append began, and the segment's next offset before it: every batch
+        # before that position ends below that offset, so a read from it or later (a consumer
+        # or follower at the log's end, woken by the append) scans from there, not from the
+        # index entry before it (tens of batches apart with small batches); (-1, 0) when unset.
+        # A truncation keeps it true: it removes a suffix, so either the hinted append survives
+        # whole or every offset at or past the hint is past the end
+        self._tail_hint = (-1, 0)
         self._max_timestamp = -1
         self._offset_of_max_timestamp = base_offset
         self._bytes_since_index = 0
@@ -231,7 +238,11 @@ class LogSegment(SegmentLoading):
         if offset >= self._next_offset:
             return None
         if start is None:
-            _, start = self.index.lookup(offset)
+            hint_offset, hint_position = self._tail_hint
+            if 0 <= hint_offset <= offset:
+                start = hint_position
+            else:
+                _, start = self.index.lookup(offset)
         for pos, fields in self._batches(start):
             if fields[F_BASE_OFFSET] + fields[F_LAST_DELTA] >= offset:
                 return pos, fields
@@ -310,6 +321,7 @@ class LogSegment(SegmentLoading):
             ends.append(total)
             for (rel, base, last, max_ts), end in zip(batches, ends):
                 index_batch(start + rel, base, last, max_ts, end - rel, interval)
+        self._tail_hint = (self._next_offset, start)
         self._next_offset = last_offset + 1
         return start
 

@@ -48,6 +48,7 @@ class SegmentLoading:
     _fd: int
     _size: int
     _next_offset: int
+    _tail_hint: tuple[int, int]
     _max_timestamp: int
     _offset_of_max_timestamp: int
     _bytes_since_index: int
@@ -110,6 +111,7 @@ class SegmentLoading:
         file_size = os.fstat(self._fd).st_size
         self._size = file_size
         self._next_offset = self.base_offset
+        self._tail_hint = (-1, 0)            # positions are re-verified: no hint survives
         self._max_timestamp = -1
         self._offset_of_max_timestamp = self.base_offset
         self._bytes_since_index = 0

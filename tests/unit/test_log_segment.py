@@ -172,3 +172,37 @@ def test_index_pointing_at_the_wrong_batch_is_rebuilt(tmp_path):
     assert [again.index.entry(i) for i in range(again.index.entries)] == entries
     assert again.next_offset == 12 and again.truncated_bytes == 0
     again.close()
+
+
+@settings(deadline=None, max_examples=60)
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 300), st.integers(1, 5), st.integers(0, 3)),
+    st.tuples(st.just("truncate"), st.integers(0, 100))), min_size=1, max_size=40),
+    interval=st.integers(0, 3000))
+def test_reads_from_the_tail_hint_match_a_linear_scan(tmp_path_factory, steps, interval):
+    """After every append (with offset gaps, as a compacted leader's batches reach followers) and
+    every truncation, a read at each offset around the end -- where the last append's position
+    is the hint -- finds the batch a linear scan finds."""
+    seg = LogSegment(str(tmp_path_factory.mktemp("seg")), 10, topic_config(
+        index_interval_bytes=interval), FakeClock())
+    batches: list[tuple[int, int, int]] = []          # (position, base, last)
+    offset = 10
+    for step in steps:
+        if step[0] == "append":
+            _, size, count, gap = step
+            base = offset + gap
+            data = raw_batch(b"r" * size, count=count, base_offset=base,
+                             max_timestamp=START_MS)
+            last = base + count - 1
+            pos = seg.append(data, last, START_MS, last, [(0, base, last, START_MS)])
+            batches.append((pos, base, last))
+            offset = last + 1
+        else:
+            cut = 10 + step[1]
+            seg.truncate_to(cut)
+            batches = [b for b in batches if b[2] < cut]
+            offset = batches[-1][2] + 1 if batches else 10
+        for target in range(max(10, offset - 12), offset + 2):
+            want = next((b[0] for b in batches if b[2] >= target), -1)
+            assert seg.read_slice(target, 1)[0] == want, (target, batches)
+    seg.close()
