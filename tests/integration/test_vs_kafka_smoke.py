@@ -34,6 +34,7 @@ def test_vs_kafka_quick_measures_every_row_on_both_systems(tmp_path):
     keys = {row["key"] for row in rows}
     # the rows that matter most are there (throughput, acks=all, latency, start-up, memory)
     assert {"p1", "c1", "p6", "p3all", "up3", "rss_end1", "pjava", "pck", "pkl", "p10", "p1000",
+            "p1000ratio",
             "lat-delivery-1-1-1000-p50", "lat-delivery-1-1-5000-p99",
             "lat-end-to-end-1-1-1000-p99", "lat-delivery-3--1-1000-p50", "fo_kill",
             "fo_term"} <= keys

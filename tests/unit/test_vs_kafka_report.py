@@ -49,6 +49,6 @@ def test_table_has_both_absolutes_ratio_cold_and_load():
 
 @pytest.mark.parametrize("value, unit, shown", [
     (0.456, "ms", "0.46 ms"), (123.4, "ms", "123 ms"), (87.2, "MB", "87 MB"),
-    (6.34, "s", "6.34 s"), (None, "s", "-")])
+    (6.34, "s", "6.34 s"), (None, "s", "-"), (91.6, "%", "92 %")])
 def test_formats(value, unit, shown):
     assert vs_kafka._fmt(value, unit) == shown
