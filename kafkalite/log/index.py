@@ -17,6 +17,7 @@ index that fails its sanity check is rebuilt by the segment.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import sys
@@ -45,20 +46,31 @@ class _Index:
         self._values = array(self.VALUE_TYPE)
         self._persisted = 0      # entries already in the file
         self.corrupt = False     # the file held a torn entry or unsorted entries
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # the file is opened for each operation on it (load, write, fsync, truncate), not held:
+        # those happen on roll, flush and close only, and a broker hosting thousands of
+        # segments would otherwise hold three descriptors each (EMFILE at 6,661 partitions
+        # with ulimit -n 20000; Kafka holds one per segment, its indexes being mapped)
+        self._closed = False
+        self._on_file(self._load, create=True)
+
+    def _on_file(self, action, create: bool = False):
+        """``action(fd)`` on the index file, opened for it and closed after. A closed index
+        refuses (as its descriptor would have): a deleted file is never created again."""
+        if self._closed:
+            raise OSError(errno.EBADF, f"index {self.path} is closed")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT if create else os.O_RDWR, 0o644)
         try:
-            self._load()
-        except BaseException:
-            os.close(self._fd)
-            raise
+            return action(fd)
+        finally:
+            os.close(fd)
 
     # --- loading --------------------------------------------------------------------------------
-    def _load(self) -> None:
-        size = os.fstat(self._fd).st_size
+    def _load(self, fd: int) -> None:
+        size = os.fstat(fd).st_size
         usable = size - size % self.ENTRY.size
         if usable != size:
             self.corrupt = True
-        raw = os.pread(self._fd, usable, 0) if usable else b""
+        raw = os.pread(fd, usable, 0) if usable else b""
         if len(raw) != usable:
             raise KafkaStorageError(f"short read of index file {self.path}")
         self._decode(raw)
@@ -108,7 +120,7 @@ class _Index:
             self._truncate_file(count)
 
     def _truncate_file(self, count: int) -> None:
-        os.ftruncate(self._fd, count * self.ENTRY.size)
+        self._on_file(lambda fd: os.ftruncate(fd, count * self.ENTRY.size), create=True)
         self._persisted = count
 
     def _append(self, key: int, value: int) -> None:
@@ -118,48 +130,44 @@ class _Index:
     # --- persistence ----------------------------------------------------------------------------
     def write(self) -> None:
         """Write the entries added since the last write to the file (no fsync)."""
+        if self._persisted < len(self._keys):
+            self._on_file(self._write_pending, create=True)
+
+    def _write_pending(self, fd: int) -> None:
         count = len(self._keys)
         if self._persisted >= count:
             return
         pack = self.ENTRY.pack
         keys, values = self._keys, self._values
-        data = b"".join(pack(keys[i], values[i]) for i in range(self._persisted, count))
-        self._write_at(data, self._persisted * self.ENTRY.size)
-        self._persisted = count
-
-    def _write_at(self, data: bytes, pos: int) -> None:
-        view = memoryview(data)
+        view = memoryview(b"".join(pack(keys[i], values[i])
+                                   for i in range(self._persisted, count)))
+        pos = self._persisted * self.ENTRY.size
         while view:
-            written = os.pwrite(self._fd, view, pos)
+            written = os.pwrite(fd, view, pos)
             view = view[written:]
             pos += written
+        self._persisted = count
 
     def flush(self) -> None:
         """Write pending entries and fsync the file."""
-        self.write()
-        os.fsync(self._fd)
+        def write_and_sync(fd: int) -> None:
+            self._write_pending(fd)
+            os.fsync(fd)
+        self._on_file(write_and_sync, create=True)
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if not self._closed:
             try:
                 self.write()
             finally:
-                os.close(self._fd)
-                self._fd = -1
+                self._closed = True
 
     def close_handlers(self) -> None:
-        """Close the file without writing pending entries (the data dir failed)."""
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """Forget the file without writing pending entries (the data dir failed)."""
+        self._closed = True
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
         try:
             os.unlink(self.path)
         except FileNotFoundError:

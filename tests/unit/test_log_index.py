@@ -151,3 +151,25 @@ def test_time_index_matches_linear_scan(tmp_path_factory, steps, probes):
     for probe in probes:
         assert index.lookup(probe) == (_linear_floor(entries, probe) or (-1, BASE))
     index.close()
+
+
+def test_indexes_hold_no_descriptor_between_operations(tmp_path):
+    """A broker with thousands of segments must not hold three descriptors per segment: the
+    index files are opened for each write, fsync or truncation only."""
+    before = len(os.listdir("/proc/self/fd"))
+    indexes = [OffsetIndex(str(tmp_path / f"{i}.index"), 0, 1024) for i in range(50)]
+    indexes += [TimeIndex(str(tmp_path / f"{i}.timeindex"), 0, 1024) for i in range(50)]
+    for index in indexes[:50]:
+        index.append(5, 100)
+        index.flush()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert OffsetIndex(str(tmp_path / "0.index"), 0, 1024).lookup(7) == (5, 100)
+
+
+def test_a_deleted_index_is_never_written_again(tmp_path):
+    index = OffsetIndex(str(tmp_path / "x.index"), 0, 1024)
+    index.append(1, 10)
+    index.delete()
+    with pytest.raises(OSError):
+        index.write()
+    assert not (tmp_path / "x.index").exists()
