@@ -46,6 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from bench_cluster import bootstrap_servers  # noqa: E402
 from vs_kafka_clients import percentiles  # noqa: E402
 
 PEERS = ("redis", "kafkalite-native", "kafkalite", "kafka")
@@ -88,32 +89,6 @@ def redis_server(workdir: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-@contextlib.contextmanager
-def broker(system: str, workdir: str) -> Iterator[str]:
-    """One broker of ``system`` ("kafkalite" or "kafka") on a ZooKeeper of its own."""
-    from kafkalite.local.zookeeper import start_zookeeper
-
-    zk = start_zookeeper(os.path.join(workdir, "zk"))
-    try:
-        chroot = zk.connect_string + "/peers-" + uuid.uuid4().hex[:8]
-        settings = {"num.partitions": 1, "auto.create.topics.enable": "true"}
-        if system == "kafka":
-            from kafkalite.testing.apache_kafka import ApacheKafkaCluster
-            cluster = ApacheKafkaCluster(chroot, 1, workdir=os.path.join(workdir, "kafka"),
-                                         overrides=settings, heap="1g")
-        else:
-            from kafkalite.local.cluster import LocalCluster
-            cluster = LocalCluster(chroot, 1, workdir=os.path.join(workdir, "kafkalite"),
-                                   overrides=settings)
-        cluster.start()
-        try:
-            yield cluster.bootstrap_servers
-        finally:
-            cluster.stop()
-    finally:
-        zk.stop()
 
 
 def new_topic(bootstrap: str) -> str:
@@ -284,8 +259,9 @@ def server(peer: str, workdir: str) -> Iterator[str]:
     if peer == "redis":
         with redis_server(folder) as address:
             yield address
-    else:
-        with broker("kafka" if peer == "kafka" else "kafkalite", folder) as address:
+    else:                                  # one broker on a ZooKeeper of its own
+        with bootstrap_servers(None, system="kafka" if peer == "kafka" else "kafkalite") \
+                as address:
             yield address
 
 

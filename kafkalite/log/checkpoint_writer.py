@@ -26,7 +26,7 @@ from twisted.python.threadpool import ThreadPool
 
 from kafkalite.log.checkpoint import write_checkpoint
 
-__all__ = ["CheckpointFile", "CheckpointWriter"]
+__all__ = ["CheckpointFile", "CheckpointWriter", "write_files"]
 
 
 class CheckpointFile(NamedTuple):
@@ -36,9 +36,10 @@ class CheckpointFile(NamedTuple):
     error: OSError | None = None      # set in the outcome: None when written
 
 
-def _write_all(files: list[CheckpointFile]) -> list[CheckpointFile]:
-    """On the writer thread: each file in turn; a dir whose first file failed is not tried
-    again in this batch (its disk is failing: the reactor takes it offline)."""
+def write_files(files: list[CheckpointFile]) -> list[CheckpointFile]:
+    """Each file in turn (on the writer thread, or the caller's for the synchronous writes);
+    returns the outcome of each tried. A dir whose first file failed is not tried again in this
+    batch (its disk is failing: the caller takes it offline)."""
     failed: set[str] = set()
     out = []
     for each in files:
@@ -84,9 +85,9 @@ class CheckpointWriter:
             return None
         self._busy = True
         if self._run_in_thread is not None:
-            d = self._run_in_thread(_write_all, files)
+            d = self._run_in_thread(write_files, files)
         else:
-            d = threads.deferToThreadPool(self._reactor, self._pool, _write_all, files)
+            d = threads.deferToThreadPool(self._reactor, self._pool, write_files, files)
 
         def done(result):
             self._busy = False

@@ -19,9 +19,8 @@ from kafkalite.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    write_checkpoint,
 )
-from kafkalite.log.checkpoint_writer import CheckpointFile, CheckpointWriter
+from kafkalite.log.checkpoint_writer import CheckpointFile, CheckpointWriter, write_files
 from kafkalite.topic_partition import TopicPartition
 
 
@@ -50,19 +49,12 @@ class Checkpoints:
 
     def checkpoint_logs(self, raise_errors: bool = False) -> None:
         """Write every live data dir's recovery-point and log-start-offset checkpoints. A
-        failure takes that dir offline; ``raise_errors`` also raises it."""
-        failed = set()
-        for each in self._log_checkpoint_files():
-            if each.data_dir in failed:
-                continue
-            try:
-                write_checkpoint(each.path, each.offsets)
-            except OSError as exc:
-                failed.add(each.data_dir)
-                message = self._report(each.data_dir, exc,
-                                       f"write the checkpoints in {each.data_dir}")
-                if raise_errors:
-                    raise KafkaStorageError(message) from exc
+        failure takes that dir offline; ``raise_errors`` also raises it (once every dir was
+        tried)."""
+        failures = self._written(write_files(self._log_checkpoint_files()), "checkpoints")
+        if failures and raise_errors:
+            message, exc = failures[0]
+            raise KafkaStorageError(message) from exc
 
     def checkpoint_logs_in_background(self) -> defer.Deferred | None:
         """``checkpoint_logs`` on the checkpoint writer's thread (the periodic task)."""
@@ -92,13 +84,8 @@ class Checkpoints:
         hosts (partitions without a log here are ignored). An offline dir keeps its last file
         (its high watermarks only ever lag); a dir whose write fails goes offline, the others
         are still written."""
-        for each in self._high_watermark_files(high_watermarks):
-            try:
-                write_checkpoint(each.path, each.offsets)
-            except OSError as exc:
-                self._report(each.data_dir, exc, f"write the high watermarks in {each.data_dir}")
-                continue
-            self._high_watermarks[each.data_dir] = dict(each.offsets)
+        self._written(write_files(self._high_watermark_files(high_watermarks)),
+                      "high watermarks")
 
     def write_high_watermarks_in_background(self, high_watermarks: Mapping[TopicPartition, int]
                                             ) -> defer.Deferred | None:
@@ -107,11 +94,16 @@ class Checkpoints:
         d = self.checkpoint_writer.write(self._high_watermark_files(high_watermarks))
         return None if d is None else d.addCallback(self._written, "high watermarks")
 
-    def _written(self, outcome: list[CheckpointFile], what: str) -> None:
-        """Back on the reactor: record what was written, take failed dirs offline."""
+    def _written(self, outcome: list[CheckpointFile], what: str) -> list[tuple[str, OSError]]:
+        """On the reactor: record what was written, take failed dirs offline; returns the
+        failures' messages and errors."""
         live = set(self.live_dirs)
+        failures = []
         for each in outcome:
             if each.error is not None:
-                self._report(each.data_dir, each.error, f"write the {what} in {each.data_dir}")
+                failures.append((self._report(each.data_dir, each.error,
+                                              f"write the {what} in {each.data_dir}"),
+                                 each.error))
             elif what == "high watermarks" and each.data_dir in live:
                 self._high_watermarks[each.data_dir] = dict(each.offsets)
+        return failures
