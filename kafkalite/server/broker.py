@@ -283,11 +283,16 @@ class BrokerService(service.MultiService):
         topics = {s.topic for s in request.partition_states}
         unknown = [t for t in topics if t not in self._configured_topics]
         if not unknown:
-            return self.replica_manager.become_leader_or_follower(request)
+            return self._become_leader_or_follower(request)
         d = defer.gatherResults([self._load_topic_config(t) for t in unknown],
                                 consumeErrors=True)
-        d.addCallback(lambda _: self.replica_manager.become_leader_or_follower(request))
+        d.addCallback(lambda _: self._become_leader_or_follower(request))
         return d
+
+    def _become_leader_or_follower(self, request: m.LeaderAndIsrRequest):
+        # the data dirs of the logs this creates fsynced once for the request, not per log
+        with self.log_manager.dir_syncs_batched():
+            return self.replica_manager.become_leader_or_follower(request)
 
     @defer.inlineCallbacks
     def _load_topic_config(self, topic: str):
