@@ -37,6 +37,7 @@ from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.dynamic_config import BrokerDynamicConfig
 from kafkalite.server.feature_cache import FinalizedFeatureCache
+from kafkalite.server.isr_writer import IsrWriter
 from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
@@ -118,7 +119,8 @@ class BrokerService(service.MultiService):
         self._listening_ports: dict = {}
         self._loops: list[task.LoopingCall] = []
         self._pending_isr_notifications: set = set()
-        self._isr_writes_in_flight: set = set()   # partitions whose ISR write is under way
+        self.isr_writer = IsrWriter(reactor, lambda: self.deferred_zk, self._leads,
+                                    self._isr_written)
         self._registered = False
         self._session_lost = False
         self._stopping = False
@@ -359,41 +361,17 @@ class BrokerService(service.MultiService):
         return found.rack if found is not None else None
 
     def _write_isr_change(self, partition, new_isr) -> None:
-        """The leader changes the ISR: a conditional write of the partition's state znode.
-        One write per partition at a time (Kafka's pending ISR state): every fetch of a follower
-        that caught up asks again until the write lands, and each extra write, made at the
-        zkVersion the first one replaces, could only fail. Thousands of them once queued on
-        the ZooKeeper threads ahead of the controller's reads for 15 s at 3,000 partitions.
-        The next fetch or shrink check after the write asks again if still needed."""
-        tp = partition.tp
-        if tp in self._isr_writes_in_flight:
-            return
-        state = zk_schema.PartitionState(partition.leader_id, partition.leader_epoch,
-                                         partition.controller_epoch, tuple(new_isr))
-        expected = partition.zk_version
-        self._isr_writes_in_flight.add(tp)
-        d = self.deferred_zk.set_partition_state(tp[0], tp[1], state, expected)
-        d.addBoth(self._isr_write_done, tp)
+        """The leader changes the ISR: a conditional write of the partition's state znode
+        (batched, one at a time per partition: see ``isr_writer``)."""
+        self.isr_writer.request(partition, new_isr)
 
-        def written(new_version):
-            current = self.replica_manager.partitions.get(tp)
-            if current is not partition or not partition.is_leader:
-                return
-            log.info("%s-%d: ISR now %s", tp[0], tp[1], list(new_isr))
-            self.replica_manager.isr_changed(partition, list(new_isr), new_version)
-            self._pending_isr_notifications.add(tp)
+    def _leads(self, partition) -> bool:
+        return self.replica_manager.partitions.get(partition.tp) is partition and \
+            partition.is_leader
 
-        def failed(failure):
-            # the error's name too: ZooKeeper's errors (BadVersion: the controller or another
-            # leader wrote since; SessionExpired: a zombie) mostly carry no message
-            log.info("%s-%d: ISR update to %s not written (%s: %s); the controller's view wins",
-                     tp[0], tp[1], list(new_isr), type(failure.value).__name__,
-                     failure.getErrorMessage())
-        d.addCallbacks(written, failed)
-
-    def _isr_write_done(self, result, tp):
-        self._isr_writes_in_flight.discard(tp)
-        return result
+    def _isr_written(self, partition, new_isr, zk_version) -> None:
+        self.replica_manager.isr_changed(partition, list(new_isr), zk_version)
+        self._pending_isr_notifications.add(partition.tp)
 
     def _flush_isr_notifications(self):
         if not self._pending_isr_notifications or self.deferred_zk is None:
