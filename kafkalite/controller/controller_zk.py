@@ -93,9 +93,10 @@ class ControllerZk:
         return self._call("get_partition_reassignment")
 
     # --- fenced writes ----------------------------------------------------------------------------
-    def create_partition_state(self, tp, state) -> defer.Deferred:
-        """A new partition's first leader and ISR (ZkNodeExistsError when it has a state)."""
-        return self._call("create_partition_state", tp[0], tp[1], state,
+    def create_partition_states(self, states: dict) -> defer.Deferred:
+        """New partitions' first leaders and ISRs, pipelined: ``{tp: state}`` -> ``{tp: 0, or its
+        error}`` (ZkNodeExistsError when it has a state; each partition fenced on its own)."""
+        return self._call("create_partition_states", dict(states),
                           controller_epoch_zk_version=self.fence())
 
     @defer.inlineCallbacks

@@ -142,28 +142,39 @@ class PartitionStateMachine:
             updates[tp] = replace(state, leader=result.leader,
                                   leader_epoch=state.leader_epoch + 1,
                                   controller_epoch=c.epoch, isr=result.isr)
-        changed = []
-        for tp, new_state in creates.items():
-            try:
-                yield c.controller_zk.create_partition_state(tp, new_state)
-            except errors.KafkaError as exc:
-                if isinstance(exc, ControllerMovedError):
-                    raise
-                existing = yield c.controller_zk.get_partition_state(*tp)
-                if existing is None:
-                    log.warning("controller: cannot create state of %s-%d: %s", *tp, exc)
-                    continue
-                context.states[tp] = existing
-                continue
-            context.states[tp] = replace(new_state, zk_version=0)
-            self.states.transition(tp, PS.ONLINE)
-            changed.append(tp)
+        changed = (yield self._create_states(creates)) if creates else []
         if updates:
             written = yield c.write_partition_states(updates)
             for tp in written:
                 self.states.transition(tp, PS.ONLINE if context.states[tp].leader >= 0
                                        else PS.OFFLINE)
             changed.extend(written)
+        return changed
+
+    @defer.inlineCallbacks
+    def _create_states(self, creates):
+        """Write new partitions' first states (``{tp: state}``); returns those written. A
+        partition whose state exists already takes the one in ZooKeeper and stays New."""
+        c = self.controller
+        context = c.context
+        # one pipelined batch: a round trip per partition, one after the other, made a
+        # 3,000-partition creation take a minute on a ZooKeeper 5 ms away
+        outcomes = yield c.controller_zk.create_partition_states(creates)
+        changed = []
+        for tp, new_state in creates.items():
+            outcome = outcomes[tp]
+            if isinstance(outcome, ControllerMovedError):
+                raise outcome
+            if isinstance(outcome, errors.KafkaError):
+                existing = yield c.controller_zk.get_partition_state(*tp)
+                if existing is None:
+                    log.warning("controller: cannot create state of %s-%d: %s", *tp, outcome)
+                    continue
+                context.states[tp] = existing
+                continue
+            context.states[tp] = replace(new_state, zk_version=0)
+            self.states.transition(tp, PS.ONLINE)
+            changed.append(tp)
         return changed
 
     def _choose(self, strategy, tp, replicas, state, live, reassign_targets):

@@ -43,6 +43,7 @@ fails (Kafka halts the broker then).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -112,6 +113,7 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
         self._topic_configs: dict[str, object] = dict(topic_configs or {})
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._batched_syncs: set[str] | None = None     # see dir_syncs_batched
         self._init_future_logs()    # AlterReplicaLogDirs' copies (log.future_logs)
         self._init_checkpoints(reactor)   # checkpoint files (log.manager_checkpoints)
         self._loops: list[task.LoopingCall] = []
@@ -381,7 +383,7 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
         try:
             created = Log(path, self.config_for(topic), self.clock_ms, clean_shutdown=True,
                           log_dir_failure_channel=self.failure_channel)
-            fsync_dir(data_dir)
+            self._sync_dir(data_dir)
         except OSError as exc:
             raise KafkaStorageError(self._report(data_dir, exc, f"create the log {path}")) \
                 from exc
@@ -390,6 +392,29 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
         log.info("created log for %s-%d in %s", topic, partition, data_dir)
         return created
 
+    @contextlib.contextmanager
+    def dir_syncs_batched(self):
+        """Within: each data dir a new log was created in is fsynced once, at the end, instead
+        of once per log (a LeaderAndIsr creating 3,000 logs spent a third of the broker's time
+        in those fsyncs, on the reactor). The caller answers after the block: what is durable
+        by then is the same. Nested blocks sync at the end of the outer one."""
+        if self._batched_syncs is not None:
+            yield
+            return
+        self._batched_syncs = set()
+        try:
+            yield
+        finally:
+            dirs, self._batched_syncs = self._batched_syncs, None
+            for data_dir in sorted(dirs):
+                fsync_dir(data_dir)
+
+    def _sync_dir(self, data_dir: str) -> None:
+        if self._batched_syncs is not None:
+            self._batched_syncs.add(data_dir)
+        else:
+            fsync_dir(data_dir)
+
     def _choose_dir(self) -> str:
         """The live data dir with the fewest partitions (Kafka's choice)."""
         live = self.live_dirs
@@ -397,6 +422,8 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
             raise KafkaStorageError(f"every log dir of this broker is offline "
                                     f"({', '.join(self.data_dirs)}): restart it after fixing "
                                     f"the disks")
+        if len(live) == 1:      # no count needed: counting each time was O(logs) per new log
+            return live[0]
         counts = {d: 0 for d in live}
         for data_dir in self._dir_of.values():
             if data_dir in counts:

@@ -37,6 +37,7 @@ from kafkalite.server.broker_security import BrokerSecurity
 from kafkalite.server.controller_requests import ControllerRequestGate, read_controller_identity
 from kafkalite.server.dynamic_config import BrokerDynamicConfig
 from kafkalite.server.feature_cache import FinalizedFeatureCache
+from kafkalite.server.isr_writer import IsrWriter
 from kafkalite.server.metadata_waits import MetadataWaits
 from kafkalite.server.log_dir_failure import LogDirFailureHandler
 from kafkalite.server.metadata_cache import MetadataCache
@@ -118,6 +119,8 @@ class BrokerService(service.MultiService):
         self._listening_ports: dict = {}
         self._loops: list[task.LoopingCall] = []
         self._pending_isr_notifications: set = set()
+        self.isr_writer = IsrWriter(reactor, lambda: self.deferred_zk, self._leads,
+                                    self._isr_written)
         self._registered = False
         self._session_lost = False
         self._stopping = False
@@ -282,11 +285,16 @@ class BrokerService(service.MultiService):
         topics = {s.topic for s in request.partition_states}
         unknown = [t for t in topics if t not in self._configured_topics]
         if not unknown:
-            return self.replica_manager.become_leader_or_follower(request)
+            return self._become_leader_or_follower(request)
         d = defer.gatherResults([self._load_topic_config(t) for t in unknown],
                                 consumeErrors=True)
-        d.addCallback(lambda _: self.replica_manager.become_leader_or_follower(request))
+        d.addCallback(lambda _: self._become_leader_or_follower(request))
         return d
+
+    def _become_leader_or_follower(self, request: m.LeaderAndIsrRequest):
+        # the data dirs of the logs this creates fsynced once for the request, not per log
+        with self.log_manager.dir_syncs_batched():
+            return self.replica_manager.become_leader_or_follower(request)
 
     @defer.inlineCallbacks
     def _load_topic_config(self, topic: str):
@@ -353,28 +361,17 @@ class BrokerService(service.MultiService):
         return found.rack if found is not None else None
 
     def _write_isr_change(self, partition, new_isr) -> None:
-        """The leader changes the ISR: a conditional write of the partition's state znode."""
-        state = zk_schema.PartitionState(partition.leader_id, partition.leader_epoch,
-                                         partition.controller_epoch, tuple(new_isr))
-        tp = partition.tp
-        expected = partition.zk_version
-        d = self.deferred_zk.set_partition_state(tp[0], tp[1], state, expected)
+        """The leader changes the ISR: a conditional write of the partition's state znode
+        (batched, one at a time per partition: see ``isr_writer``)."""
+        self.isr_writer.request(partition, new_isr)
 
-        def written(new_version):
-            current = self.replica_manager.partitions.get(tp)
-            if current is not partition or not partition.is_leader:
-                return
-            log.info("%s-%d: ISR now %s", tp[0], tp[1], list(new_isr))
-            self.replica_manager.isr_changed(partition, list(new_isr), new_version)
-            self._pending_isr_notifications.add(tp)
+    def _leads(self, partition) -> bool:
+        return self.replica_manager.partitions.get(partition.tp) is partition and \
+            partition.is_leader
 
-        def failed(failure):
-            # the error's name too: ZooKeeper's errors (BadVersion: the controller or another
-            # leader wrote since; SessionExpired: a zombie) mostly carry no message
-            log.info("%s-%d: ISR update to %s not written (%s: %s); the controller's view wins",
-                     tp[0], tp[1], list(new_isr), type(failure.value).__name__,
-                     failure.getErrorMessage())
-        d.addCallbacks(written, failed)
+    def _isr_written(self, partition, new_isr, zk_version) -> None:
+        self.replica_manager.isr_changed(partition, list(new_isr), zk_version)
+        self._pending_isr_notifications.add(partition.tp)
 
     def _flush_isr_notifications(self):
         if not self._pending_isr_notifications or self.deferred_zk is None:

@@ -237,6 +237,32 @@ def test_bulk_partition_states(zk_client):
     assert isinstance(result[(topic, 1)], ZkBadVersionError)
 
 
+def test_batched_partition_state_creation(zk_client, new_client):
+    """Many topics' states in one pipelined batch: parents made along, a topic's shared
+    ``partitions`` znode in its first transaction; an existing state is refused alone; a
+    deposed controller creates nothing."""
+    zk_client.ensure_persistent_paths()
+    for topic in ("a", "b"):
+        zk_client.create_topic(topic, {p: [1, 2] for p in range(20)})
+    zk_client.create_partition_state("b", 7, PartitionState(2, 4, 1, (2,)))
+    controller = new_client()
+    version = controller.try_elect_controller(1).zk_version
+    wanted = {(t, p): PartitionState(1, 0, 1, (1, 2)) for t in ("a", "b") for p in range(20)}
+
+    out = controller.create_partition_states(wanted, controller_epoch_zk_version=version)
+
+    assert isinstance(out.pop(("b", 7)), ZkNodeExistsError)
+    assert out == {tp: 0 for tp in wanted if tp != ("b", 7)}
+    states = zk_client.get_partition_states(list(wanted))
+    assert states[("b", 7)].leader_epoch == 4
+    assert all(states[tp] == PartitionState(1, 0, 1, (1, 2), zk_version=0) for tp in out)
+    zk_client.create_topic("c", {0: [1], 1: [1]})
+    stale = {("c", p): PartitionState(1, 0, 1, (1,)) for p in (0, 1)}
+    out = controller.create_partition_states(stale, controller_epoch_zk_version=version - 1)
+    assert all(isinstance(e, ControllerMovedError) for e in out.values())
+    assert not zk_client.exists(partitions_path("c"))
+
+
 # --------------------------------------------------------------------------------- controller
 
 def test_controller_election_race_has_exactly_one_winner(zk_client, new_client):

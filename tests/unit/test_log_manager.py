@@ -256,3 +256,31 @@ def test_undecodable_records_that_are_not_msgpack_still_load(tmp_path):
     manager.load_logs()
     assert manager.get_log("t", 0).log_end_offset == 3
     manager.stopService()
+
+
+def test_new_logs_dir_fsyncs_batched_once_per_dir(tmp_path, monkeypatch):
+    import kafkalite.log.manager as manager_module
+
+    synced = []
+    monkeypatch.setattr(manager_module, "fsync_dir", synced.append)
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = _manager([a, b], _clock())
+    manager.get_or_create_log("t", 0)
+    assert synced == [str(a)]                 # outside a batch: at once, per log
+    synced.clear()
+    with manager.dir_syncs_batched():
+        with manager.dir_syncs_batched():     # nested: the outer block syncs
+            for partition in range(1, 6):
+                manager.get_or_create_log("t", partition)
+        assert synced == []
+        assert all(manager.get_log("t", p) is not None for p in range(6))
+    assert synced == [str(a), str(b)]         # once per dir that got a log
+    synced.clear()
+    manager.get_or_create_log("t", 9)
+    assert len(synced) == 1                   # per log again after the block
+
+
+def test_one_live_dir_takes_every_new_log(tmp_path):
+    manager = _manager([tmp_path / "only"], _clock())
+    for partition in range(3):
+        assert manager.get_or_create_log("t", partition).dir.startswith(str(tmp_path / "only"))
