@@ -326,8 +326,8 @@ class Bench:
     def failover(self, cluster, boot: str) -> None:
         """Leader failover on 3 brokers (zookeeper.session.timeout.ms 6000 on both): a controlled
         shutdown (SIGTERM) of a partition's leader, then a kill -9 of another partition's leader,
-        each timed from the signal until a surviving broker's metadata names a new leader
-        (polled every 5 ms), the victim restarted and the ISRs full again before the next. The
+        each timed from the signal until a surviving broker's own Metadata names a new leader
+        (asked of it alone, every 5 ms), the victim restarted and the ISRs full again before the next. The
         leaders picked are not the controller (that would add a controller election). A warm-up
         round (the cold figure) then ``reps`` rounds: the median."""
         from confluent_kafka.admin import AdminClient
@@ -362,13 +362,10 @@ class Bench:
                 partition, victim = min(seen["leaders"].items(),
                                         key=lambda pl: (pl[1] == seen["controller"], pl[0]))
                 survivor = next(b for b in cluster.brokers.values() if b.broker_id != victim)
-                admin = AdminClient({"bootstrap.servers": survivor.address, "log_level": 0})
 
                 def moved() -> bool:
-                    meta = admin.list_topics(topic, timeout=2).topics.get(topic)
-                    now = meta.partitions.get(partition) if meta is not None else None
-                    return now is not None and now.leader not in (victim, -1)
-                moved()                            # the connection, before the clock starts
+                    return clients.leader_named_by(survivor.address, topic, partition) \
+                        not in (victim, -1)
                 started = time.perf_counter()
                 cluster.brokers[victim].process.send_signal(sig)
                 wait_until(moved, 120, f"a new leader for {topic}-{partition}",
@@ -416,8 +413,8 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = (f"| shape | kafkalite | Kafka 2.8.2 | kafkalite / Kafka | cold kafkalite | cold Kafka "
-            f"| load (kl / K) |")
+    head = ("| shape | kafkalite | Kafka 2.8.2 | kafkalite / Kafka | cold kafkalite | cold Kafka "
+            "| load (kl / K) |")
     lines = [head, "|---|---|---|---|---|---|---|"]
     for row in rows:
         ratio = row.ratio()

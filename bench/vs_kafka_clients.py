@@ -213,5 +213,25 @@ def kafkalite_consume(bootstrap: str, topic: str, n: int) -> float:
     return n / poll_loop(bootstrap, topic, n)
 
 
+def leader_named_by(address: str, topic: str, partition: int, timeout_s: float = 2.0) -> int:
+    """The leader of ``topic``-``partition`` as the broker at ``address`` (host:port) names it
+    in its own Metadata (v1, encoded by kio), -1 for none. Asked of that broker alone: a client's
+    metadata call may go to any broker it knows, the dying one too, whose stale answer or
+    reconnect backoff then measured the client instead of the failover (0.95 s outliers)."""
+    from kafkalite.protocol.kafka import codec
+    from kafkalite.testing.conformance.raw import send_frame
+
+    payload = codec.encode_request(3, 1, 1, "vs-kafka", {"topics": [{"name": topic}]})
+    answer = send_frame(address, payload, timeout_s)
+    if answer is None:
+        raise ConnectionError(f"{address} closed the connection without answering Metadata")
+    _cid, entity = codec.decode_response(3, 1, answer)
+    for each in entity.topics:
+        for part in each.partitions:
+            if str(each.name) == topic and int(part.partition_index) == partition:
+                return int(part.leader_id)
+    return -1
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
