@@ -77,6 +77,7 @@ class IsrWriter:
     def _failed(tp, new_isr, expected, error) -> None:
         # the error's name too: ZooKeeper's errors (BadVersion: the controller or another
         # leader wrote since; SessionExpired: a zombie) mostly carry no message
-        log.info("%s-%d: ISR update to %s at zkVersion %d not written (%s: %s); the "
-                 "controller's view wins", tp[0], tp[1], new_isr, expected,
-                 type(error).__name__, error)
+        # (the wording is the one operators and tests/system/test_zombie_controller.py read)
+        log.info("%s-%d: ISR update to %s not written (%s: %s; at zkVersion %d); the "
+                 "controller's view wins", tp[0], tp[1], new_isr, type(error).__name__, error,
+                 expected)
