@@ -254,9 +254,9 @@ def one_pass(peer: str, address: str, rate: int, seconds: float) -> dict[str, fl
 
 @contextlib.contextmanager
 def server(peer: str, workdir: str) -> Iterator[str]:
-    folder = os.path.join(workdir, peer)
-    os.makedirs(folder, exist_ok=True)
     if peer == "redis":
+        folder = os.path.join(workdir, peer)
+        os.makedirs(folder, exist_ok=True)
         with redis_server(folder) as address:
             yield address
     else:                                  # one broker on a ZooKeeper of its own
