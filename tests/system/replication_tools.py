@@ -142,8 +142,7 @@ def read_all(bootstrap, topic, partitions, timeout_s=90, acknowledged=()):
         wanted[partition] = max(wanted.get(partition, 0), offset + 1)
     try:
         def ends():
-            return {p: consumer.get_watermark_offsets(Tp(topic, p), timeout=10)[1]
-                    for p in range(partitions)}
+            return {p: high_watermark(consumer, topic, p, deadline) for p in range(partitions)}
         marks = ends()
         while any(marks[p] < wanted.get(p, 0) for p in range(partitions)):
             if time.monotonic() > deadline:
@@ -296,16 +295,36 @@ def wait_replicas_in_sync(cluster, topic, partitions, timeout_s=90):
                on_timeout=cluster.describe_logs)
 
 
-def high_watermarks(bootstrap, topic, partitions):
+def high_watermark(consumer, topic, partition, deadline):
+    """One partition's high watermark, asked by confluent-kafka ``consumer``.
+
+    A moved leader (NOT_LEADER_FOR_PARTITION while the controller moves a leader back to its
+    preferred replica, say) is retried until ``deadline`` (time.monotonic()), as a Kafka user
+    would: get_watermark_offsets does not retry by itself, and its errors do not carry
+    librdkafka's retriable flag. Anything else is raised at once."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import TopicPartition as Tp
+
+    while True:
+        try:
+            return consumer.get_watermark_offsets(Tp(topic, partition), timeout=10)[1]
+        except KafkaException as e:
+            moved = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION,
+                                         KafkaError.LEADER_NOT_AVAILABLE)
+            if not moved or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def high_watermarks(bootstrap, topic, partitions, timeout_s=30.0):
     """{partition: high watermark}, asked by confluent-kafka."""
     from confluent_kafka import Consumer as IndependentConsumer
-    from confluent_kafka import TopicPartition as Tp
 
     consumer = IndependentConsumer({"bootstrap.servers": bootstrap, "group.id": "watermarks",
                                     "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
     try:
-        return {p: consumer.get_watermark_offsets(Tp(topic, p), timeout=10)[1]
-                for p in range(partitions)}
+        return {p: high_watermark(consumer, topic, p, deadline) for p in range(partitions)}
     finally:
         consumer.close()
 
