@@ -230,19 +230,25 @@ class Bench:
         self.measure("p10", "produce 1 partition, 10 producers at once (rdkafka_perf)",
                      "rec/s", True, lambda: clients.rdk_produce_many(
                          rdk, boot, one, s.records, 100, "1", producers=10))
+        spread = {}
         for count in (100, 1000):
             # as many records as the 1-partition row: a shorter pass weighs the fixed costs
             # (metadata, connections, the last linger) more, which made 1,000 partitions look
             # 15 points worse than they are
-            spread = self.topic(boot, count, 1)
+            spread[count] = self.topic(boot, count, 1)
             self.measure(f"p{count}", f"produce 1 broker, spread over {count:,} partitions",
                          "rec/s", True, lambda: clients.rdk_produce(
-                             rdk, boot, spread, s.records, 100, "1"))
-        one_rate, spread_rate = self.rows["p1"].value(self.system), \
-            self.rows["p1000"].value(self.system)
-        if one_rate and spread_rate:      # issue 26's target: 80 % or more
-            self.record("p1000ratio", "rate over 1,000 partitions / rate to 1 partition", "%",
-                        True, 100.0 * spread_rate / one_rate)
+                             rdk, boot, spread[count], s.records, 100, "1"))
+        # issue 26's target: 1,000 partitions at 80 % or more of 1. Measured in pairs, a pass to
+        # 1,000 partitions then one to 1, each pair giving one ratio: the rows above are taken
+        # minutes apart, and the rows after the 1 KB and lz4 ones (GBs written, segments rolled)
+        # ran ~20 % slower whatever their partition count, so p1000 / p1 from the table read
+        # 75 % where pairs read 90-105 %
+        pair_one = self.topic(boot, 1, 1)
+        self.measure("p1000ratio", "rate over 1,000 partitions / rate to 1, passes in pairs",
+                     "%", True, lambda: 100.0 * clients.rdk_produce(
+                         rdk, boot, spread[1000], s.records, 100, "1") / clients.rdk_produce(
+                         rdk, boot, pair_one, s.records, 100, "1"))
         self.record("rss_load1", "broker memory after the throughput rows (1 broker)", "MB",
                     False, _rss_mb(pid))
         self.measure("pjava", "produce 1 partition, acks=1 (Java ProducerPerformance)",

@@ -11,7 +11,9 @@ time and in order, and the outcome (which files were written, which failed with 
 comes back on the reactor, where the caller records it or takes the dir offline.
 
 A batch asked for while the previous one is still being written is skipped: the next period
-writes newer offsets anyway, and a slow disk does not pile up writes.
+writes newer offsets anyway, and a slow disk does not pile up writes. The same thread fsyncs
+rolled segments (``submit``, ``log.rolled_flush``), in a lane of their own: a slow segment fsync
+delays a checkpoint by its length, never skips one for good.
 
 ``stop()`` waits for the batch under way, so that the synchronous writes at shutdown never race
 it for the same ``.tmp`` file. ``run_in_thread`` is injected: unit tests pass a synchronous one.
@@ -60,7 +62,7 @@ class CheckpointWriter:
         self._reactor = reactor
         self._run_in_thread = run_in_thread
         self._pool: ThreadPool | None = None
-        self._busy = False
+        self._busy: set[str] = set()      # lanes with a job under way
 
     def start(self) -> None:
         if self._run_in_thread is None and self._pool is None:
@@ -81,15 +83,25 @@ class CheckpointWriter:
         """Write ``files`` off the reactor; a Deferred firing on the reactor with their outcome,
         or None when the previous batch is still under way (or the writer is stopped) and this
         one is skipped."""
-        if self._busy or not self.running:
+        return self.submit("checkpoints", write_files, files)
+
+    def can_take(self, lane: str) -> bool:
+        """Whether ``submit`` would take a job in ``lane`` now."""
+        return self.running and lane not in self._busy
+
+    def submit(self, lane: str, fn: Callable, *args) -> defer.Deferred | None:
+        """``fn(*args)`` on the writer's thread; a Deferred firing on the reactor with its
+        result, or None (nothing run) while ``lane``'s previous job is under way or the writer
+        is stopped."""
+        if not self.can_take(lane):
             return None
-        self._busy = True
+        self._busy.add(lane)
         if self._run_in_thread is not None:
-            d = self._run_in_thread(write_files, files)
+            d = self._run_in_thread(fn, *args)
         else:
-            d = threads.deferToThreadPool(self._reactor, self._pool, write_files, files)
+            d = threads.deferToThreadPool(self._reactor, self._pool, fn, *args)
 
         def done(result):
-            self._busy = False
+            self._busy.discard(lane)
             return result
         return d.addBoth(done)

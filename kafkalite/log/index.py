@@ -148,6 +148,17 @@ class _Index:
             pos += written
         self._persisted = count
 
+    def sync_handle(self) -> int:
+        """Write pending entries, then a new read-only descriptor of the file, for an fsync on
+        another thread (which closes it); -1 when closed."""
+        if self._closed:
+            return -1
+        self.write()
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:          # never written: nothing to sync
+            return -1
+
     def flush(self) -> None:
         """Write pending entries and fsync the file."""
         def write_and_sync(fd: int) -> None:

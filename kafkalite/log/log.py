@@ -39,6 +39,7 @@ from kafkalite.log.cleaning import LogCleaning
 from kafkalite.log.dir_failure import normalize_dir, storage_error_hint
 from kafkalite.log.loader import load_log
 from kafkalite.log.producer_snapshot import SnapshotFiles
+from kafkalite.log.rolled_flush import RolledFlush
 from kafkalite.log.segment import LogSegment, segment_paths, txn_index_path
 from kafkalite.log.segments import LogSegments
 from kafkalite.log.transactions import LogTransactions, SnapshotSource
@@ -117,6 +118,7 @@ class Log(LogCleaning, LogTransactions):
         # the segment list itself (changed in place only), for the append path's speed
         self._segments: list[LogSegment] = self._log_segments.segments
         self._roll_flush_offset: int | None = None
+        self._truncations = 0           # voids a rolled flush taken before (rolled_flush.py)
         self._cleaned_up_to = -1
         self._closed = False
         os.makedirs(self.dir, exist_ok=True)
@@ -293,7 +295,7 @@ class Log(LogCleaning, LogTransactions):
     def roll(self, new_base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at ``new_base_offset`` (default: the log end offset).
         An empty active segment is replaced rather than kept. The rolled segment is flushed by
-        the LogManager's next flush pass."""
+        the LogManager's next roll-flush pass, off the reactor (``rolled_flush_job``)."""
         self._check_open()
         leo = self.log_end_offset
         base = leo if new_base_offset is None else new_base_offset
@@ -369,6 +371,7 @@ class Log(LogCleaning, LogTransactions):
             self._log_segments.truncate_to(offset, self.config.file_delete_delay_ms)
         except OSError as exc:
             raise self._storage_error(exc, f"truncate to offset {offset}") from exc
+        self._truncations += 1
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.log_start_offset = min(self.log_start_offset, leo)
@@ -388,6 +391,7 @@ class Log(LogCleaning, LogTransactions):
             self.producer_snapshots.delete_where(lambda _o: True)
         except OSError as exc:
             raise self._storage_error(exc, f"truncate fully to offset {offset}") from exc
+        self._truncations += 1
         self.log_start_offset = offset
         self.recovery_point = offset
         self._roll_flush_offset = None
@@ -412,13 +416,33 @@ class Log(LogCleaning, LogTransactions):
         if self._roll_flush_offset is not None and self._roll_flush_offset <= target:
             self._roll_flush_offset = None
 
-    def flush_rolled(self) -> bool:
-        """Flush what a roll left behind (Kafka flushes a rolled segment at once). True if it
-        flushed."""
+    def rolled_flush_job(self) -> RolledFlush | None:
+        """``flush_rolled``'s fsyncs as a job for another thread (``log.rolled_flush``); None
+        when no roll left anything unsynced."""
         if self._closed or self._roll_flush_offset is None:
-            return False
-        self.flush(self._roll_flush_offset)
-        return True
+            return None
+        target = min(self._roll_flush_offset, self.log_end_offset)
+        if target <= self.recovery_point:
+            self._roll_flush_offset = None
+            return None
+        try:
+            handles = self._log_segments.sync_handles(self.recovery_point, target)
+        except OSError as exc:
+            raise self._storage_error(exc, "flush") from exc
+        return RolledFlush(target, handles, self._truncations)
+
+    def rolled_flush_done(self, job: RolledFlush) -> None:
+        """On the reactor, once ``job``'s fsyncs ran: the recovery point advances to its target
+        (unless the log was closed or truncated since); a failed fsync raises
+        KafkaStorageError, the dir going offline."""
+        if job.error is not None:
+            raise self._storage_error(job.error, "flush")
+        if self._closed or job.truncations != self._truncations:
+            return
+        self.recovery_point = max(self.recovery_point, job.target)
+        self._last_flush_ms = self._clock()
+        if self._roll_flush_offset is not None and self._roll_flush_offset <= job.target:
+            self._roll_flush_offset = None
 
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush what a roll left behind, or everything when ``flush.ms`` has passed since the

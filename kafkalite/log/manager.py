@@ -185,7 +185,7 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
         super().startService()
         self._start_loop(self.cleanup_logs, self.retention_check_interval_ms, "retention")
         self._schedule_cleaner()
-        self._start_loop(self.flush_rolled_segments,
+        self._start_loop(self.flush_rolled_segments_in_background,
                          min(self.flush_check_interval_ms, ROLL_FLUSH_INTERVAL_MS), "roll flush")
         if self.flush_check_interval_ms <= MAX_LOOP_INTERVAL_MS:
             self._start_loop(self.flush_dirty_logs, self.flush_check_interval_ms, "flush")
@@ -504,9 +504,6 @@ class LogManager(FutureLogs, Checkpoints, service.Service):
     def flush_dirty_logs(self) -> None:
         now = self.clock_ms()
         self._each_live_log(lambda log_: log_.maybe_flush(now), "flush")
-
-    def flush_rolled_segments(self) -> None:
-        self._each_live_log(lambda log_: log_.flush_rolled(), "flush")
 
     def _each_live_log(self, action: Callable, what: str) -> None:
         for tp, log_ in list(self._logs.items()):

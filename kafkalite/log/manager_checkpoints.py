@@ -21,7 +21,11 @@ from kafkalite.log.checkpoint import (
     REPLICATION_OFFSET_CHECKPOINT,
 )
 from kafkalite.log.checkpoint_writer import CheckpointFile, CheckpointWriter, write_files
+from kafkalite.log.rolled_flush import sync_all
 from kafkalite.topic_partition import TopicPartition
+
+
+ROLLED = "rolled segments"      # the checkpoint writer's lane for them
 
 
 def _run_here(fn, *args) -> defer.Deferred:
@@ -60,6 +64,26 @@ class Checkpoints:
         """``checkpoint_logs`` on the checkpoint writer's thread (the periodic task)."""
         d = self.checkpoint_writer.write(self._log_checkpoint_files())
         return None if d is None else d.addCallback(self._written, "checkpoints")
+
+    # --- rolled segments ---------------------------------------------------------------------------
+    def flush_rolled_segments_in_background(self) -> defer.Deferred | None:
+        """fsync what rolls left behind on the writer's thread (``log.rolled_flush``); None when
+        the previous pass is still under way or nothing waits."""
+        if not self.checkpoint_writer.can_take(ROLLED):
+            return None
+        jobs: list = []
+        self._each_live_log(lambda log_: jobs.append((log_, log_.rolled_flush_job())), "flush")
+        jobs = [(log_, job) for log_, job in jobs if job is not None]
+        if not jobs:
+            return None
+        return self.checkpoint_writer.submit(ROLLED, sync_all, jobs).addCallback(
+            self._rolled_synced)
+
+    def _rolled_synced(self, outcome: list) -> None:
+        """On the reactor: each log takes its outcome (a failure takes its dir offline)."""
+        done = dict(outcome)
+        self._each_live_log(lambda log_: log_.rolled_flush_done(done[log_]) if log_ in done
+                            else None, "flush")
 
     # --- high watermarks (owned by the replica manager) -------------------------------------------
     def high_watermark_checkpoint(self, topic: str, partition: int) -> int:

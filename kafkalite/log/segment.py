@@ -467,6 +467,16 @@ class LogSegment(SegmentLoading):
         self.time_index.flush()
         self.txn_index.flush()
 
+    def sync_handles(self, into: list[int]) -> None:
+        """Add to ``into`` new descriptors of the log file and its indexes (pending index
+        entries written first), for ``flush``'s fsyncs on another thread, which closes them: a
+        duplicate stays valid however the segment is closed or deleted meanwhile."""
+        into.append(os.dup(self._fd))
+        for index in (self.index, self.time_index, self.txn_index):
+            handle = index.sync_handle()
+            if handle >= 0:
+                into.append(handle)
+
     def close(self) -> None:
         if self._fd < 0:
             return

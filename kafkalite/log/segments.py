@@ -13,6 +13,7 @@ append path may hold them without a lookup through this object.
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from typing import Callable
 
@@ -151,6 +152,21 @@ class LogSegments:
                 segment.flush()
             elif segment.base_offset >= end:
                 break
+
+    def sync_handles(self, start: int, end: int) -> list[int]:
+        """``flush(start, end)``'s files as new descriptors (``LogSegment.sync_handles``)."""
+        handles: list[int] = []
+        try:
+            for segment in self.segments:
+                if segment.base_offset >= end:
+                    break
+                if segment.next_offset > start:
+                    segment.sync_handles(handles)
+        except OSError:        # none leaks: the caller gets no job
+            for handle in handles:
+                os.close(handle)
+            raise
+        return handles
 
     # --- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:

@@ -145,6 +145,10 @@ class TransactionIndex:
         if self._fd >= 0:
             os.fsync(self._fd)
 
+    def sync_handle(self) -> int:
+        """A duplicate of the descriptor, for an fsync on another thread; -1 when none."""
+        return os.dup(self._fd) if self._fd >= 0 else -1
+
     # --- reading ----------------------------------------------------------------------------------
     def _entry_at(self, position: int) -> AbortedTxn:
         data = os.pread(self._fd, ENTRY_SIZE, position)

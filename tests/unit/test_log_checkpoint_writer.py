@@ -115,3 +115,25 @@ def test_log_manager_periodic_checkpoints_record_back_and_take_failed_dirs_offli
     runner.run_next()
     assert channel.offline_dirs == [a]
     assert read_checkpoint(os.path.join(b, REPLICATION_OFFSET_CHECKPOINT)) == {("t", 1): 4}
+
+
+def test_rolled_segments_sync_in_their_own_lane_and_the_recovery_point_follows(tmp_path):
+    manager = LogManager([str(tmp_path / "a")], topic_config(segment_bytes=600), reactor=None,
+                         clock_ms=FakeClock())
+    runner = HeldRunner()
+    manager.checkpoint_writer = CheckpointWriter(None, run_in_thread=runner)
+    manager.load_logs()
+    log_ = manager.get_or_create_log("t", 0)
+    while len(log_.segments) < 3:
+        log_.append(make_batch(2))
+    rolled = log_.segments[-1].base_offset
+    # a checkpoint batch under way does not hold the rolled segments back: another lane
+    assert manager.write_high_watermarks_in_background({("t", 0): 1}) is not None
+    assert manager.flush_rolled_segments_in_background() is not None
+    assert manager.flush_rolled_segments_in_background() is None   # its own lane is busy
+    runner.run_next()                     # the checkpoints
+    assert log_.recovery_point == 0
+    runner.run_next()                     # the fsyncs; the outcome comes back to the log
+    assert log_.recovery_point == rolled < log_.log_end_offset
+    assert manager.flush_rolled_segments_in_background() is None   # nothing left to sync
+    assert not runner.held
