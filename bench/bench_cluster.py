@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import uuid
 from typing import Iterator
@@ -36,3 +37,4 @@ def bootstrap_servers(given: str | None, num_brokers: int = 1,
             cluster.stop()
     finally:
         zk.stop()
+        shutil.rmtree(workdir, ignore_errors=True)   # GBs of logs otherwise stay behind

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         kafkalite.stop()
         kafka.stop()
         zookeeper.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     print()
     print(report.table(rows))
     tally = report.counts(rows)

@@ -37,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -415,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if zookeeper is not None:
             zookeeper.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     lines = summary(results)
     print()
     print(table(lines, args.repetitions))
