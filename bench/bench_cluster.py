@@ -1,5 +1,5 @@
 """The cluster a benchmark runs against: the one named by ``--bootstrap-server``, or a fresh
-ZooKeeper and one broker of its own, stopped when the benchmark ends."""
+ZooKeeper and brokers of its own, stopped (and their data removed) when the benchmark ends."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def bootstrap_servers(given: str | None, num_brokers: int = 1,
-                      system: str = "kafkalite") -> Iterator[str]:
-    """``system`` "kafka": Apache Kafka 2.8.2's brokers instead (1 GB heap each)."""
-    if given is not None:
-        yield given
-        return
+def own_cluster(num_brokers: int = 1, system: str = "kafkalite") -> Iterator:
+    """A started cluster on a ZooKeeper of its own: a LocalCluster, or with ``system`` "kafka"
+    an ApacheKafkaCluster (Apache Kafka 2.8.2, 1 GB heap each). Both have ``bootstrap_servers``
+    and ``brokers`` (each with its ``process``)."""
     from kafkalite.local.cluster import LocalCluster
     from kafkalite.local.zookeeper import start_zookeeper
     from kafkalite.testing.apache_kafka import ApacheKafkaCluster
@@ -32,9 +30,20 @@ def bootstrap_servers(given: str | None, num_brokers: int = 1,
                    LocalCluster(chroot, num_brokers=num_brokers, workdir=folder))
         cluster.start()
         try:
-            yield cluster.bootstrap_servers
+            yield cluster
         finally:
             cluster.stop()
     finally:
         zk.stop()
         shutil.rmtree(workdir, ignore_errors=True)   # GBs of logs otherwise stay behind
+
+
+@contextlib.contextmanager
+def bootstrap_servers(given: str | None, num_brokers: int = 1,
+                      system: str = "kafkalite") -> Iterator[str]:
+    """``given`` itself, or an ``own_cluster``'s bootstrap servers."""
+    if given is not None:
+        yield given
+        return
+    with own_cluster(num_brokers, system) as cluster:
+        yield cluster.bootstrap_servers

@@ -66,8 +66,15 @@ def test_compaction_removes_aborted_records_as_kafka(kafka_systems):
         before[name] = _read(bootstrap, topic, "read_uncommitted")
         # offsets: v1 0, COMMIT 1, v2 2 (aborted), ABORT 3, v3 4, COMMIT 5, v4 6
         cleaned = [(0, "k1", "v1"), (4, "k2", "v3"), (6, "k3", "v4")]
-        wait_until(lambda: _read(bootstrap, topic, "read_uncommitted") == cleaned, 90,
-                   f"{name}: the cleaner removing the aborted record")
+        reads: list = []
+
+        def cleaned_read(bootstrap=bootstrap, topic=topic) -> bool:
+            reads.append(_read(bootstrap, topic, "read_uncommitted"))
+            return reads[-1] == cleaned
+        # the last read is printed on a timeout: a full-suite run once timed out with the
+        # leader's log compacted 10 s after the writes, and what was read then is the clue
+        wait_until(cleaned_read, 90, f"{name}: the cleaner removing the aborted record",
+                   on_timeout=lambda: f"{len(reads)} reads; the last: {reads[-1:]}")
         after[name] = (_read(bootstrap, topic, "read_uncommitted"),
                        _read(bootstrap, topic, "read_committed"))
     # before the cleaner: the aborted record is there for read_uncommitted; a cleaner pass
