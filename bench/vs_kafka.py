@@ -6,7 +6,8 @@ same clients, the same settings and the same warm-up; one table and JSON lines (
                                        [--only latency|failover]
 
 One ZooKeeper; each system gets a chroot of its own and is measured alone: first a 1-broker
-cluster, then a 3-broker one, both stopped before the other system starts. Every measured shape
+cluster, then a 3-broker one, both stopped, and their data deleted, before the other system
+starts. Every measured shape
 is first run once on the system as a warm-up pass: that pass's figure is the *cold* one, printed
 beside the median of the ``--reps`` passes after it (the *warm* one). The ratio column is
 kafkalite / Kafka of the warm figures (for rates, above 1 is kafkalite ahead; for times and
@@ -18,7 +19,8 @@ use by bench/build_rdkafka_performance.sh), Kafka's ProducerPerformance (the Jav
 confluent-kafka and kafkalite's own client in plain Python loops (the latter speaks kafkalite's
 native protocol only, so its rows have no Kafka figure). Records are 100 B unless a row says 1 KB.
 Rows: throughput on 1 broker (1, 6, 100 and 1,000 partitions, 1 KB, lz4, 10 producers at once,
-consume), on 3 brokers with rf 3 and acks=all; delivery and end-to-end latency (p50/p99/p99.9,
+consume; the 1,000 / 1 partition ratio from pairs of passes back to back), on 3 brokers with rf 3
+and acks=all; delivery and end-to-end latency (p50/p99/p99.9,
 producer and consumer in processes of their own) at 1,000 and 5,000 records/s; time to a cluster
 answering metadata; broker resident memory at idle, under load and after the runs; broker CPU
 seconds per million records; leader failover after a controlled shutdown and after kill -9 (the
