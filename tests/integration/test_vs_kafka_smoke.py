@@ -5,32 +5,17 @@ prints figures, this only checks that each shape was measured on both."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
-
-from kafkalite.testing.apache_kafka import ApacheKafkaNotFoundError, libs_dir
+from bench_tools import require_apache_kafka, run_bench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.timeout(600)
 def test_vs_kafka_quick_measures_every_row_on_both_systems(tmp_path):
-    try:
-        libs_dir()          # a missing Kafka fails here, naming the fix (never a skip)
-    except ApacheKafkaNotFoundError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    out = tmp_path / "rows.jsonl"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "vs_kafka.py"), "--quick",
-                           "--json", str(out)], capture_output=True, text=True, cwd=ROOT,
-                          stdin=subprocess.DEVNULL, timeout=580, check=False)
-    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    require_apache_kafka()
+    stdout, rows = run_bench("vs_kafka.py", "--quick", json_path=tmp_path / "rows.jsonl",
+                             timeout_s=580)
     keys = {row["key"] for row in rows}
     # the rows that matter most are there (throughput, acks=all, latency, start-up, memory)
     assert {"p1", "c1", "p6", "p3all", "up3", "rss_end1", "pjava", "pck", "pkl", "p10", "p1000",
@@ -47,4 +32,4 @@ def test_vs_kafka_quick_measures_every_row_on_both_systems(tmp_path):
     assert all(row["ratio"] > 0 for row in rows if not row["only"])
     # the table printed holds every row
     for row in rows:
-        assert row["shape"] in proc.stdout
+        assert row["shape"] in stdout
