@@ -6,17 +6,13 @@ Apache Kafka's peer is left to the bench itself (its JVM's start-up is the vs_ka
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
+from bench_tools import run_bench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = ["redis", "kafkalite-native", "kafkalite"]
 
 
@@ -25,15 +21,10 @@ def test_peers_measures_every_peer(tmp_path):
     if shutil.which("redis-server") is None:     # never a skip: scripts/setup.sh installs it
         pytest.fail("redis-server is missing: run scripts/setup.sh --apache-kafka "
                     "(or apt-get install redis-server)", pytrace=False)
-    out = tmp_path / "peers.jsonl"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "peers.py"), "--peers",
-                           *PEERS, "--rates", "1000", "--seconds", "2", "--reps", "1",
-                           "--json", str(out)], capture_output=True, text=True, cwd=ROOT,
-                          stdin=subprocess.DEVNULL, timeout=280, check=False)
-    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    stdout, rows = run_bench("peers.py", "--peers", *PEERS, "--rates", "1000", "--seconds", "2",
+                             "--reps", "1", json_path=tmp_path / "peers.jsonl", timeout_s=280)
     assert [row["peer"] for row in rows] == PEERS
     for row in rows:
         assert 0 < row["p50"] <= row["p99"] <= row["p99.9"], row
         assert row["cold"]["p50"] > 0 and len(row["passes"]) == 1
-        assert f"| {row['peer']} | 1,000 rec/s |" in proc.stdout
+        assert f"| {row['peer']} | 1,000 rec/s |" in stdout
