@@ -81,8 +81,18 @@ class Connection:
         started = time.perf_counter()
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
         size = struct.unpack(">i", self._read(4))[0]
-        self._read(size)
+        self.answer = self._read(size)
         return time.perf_counter() - started
+
+    def produced_offset(self) -> int:
+        """The base offset in the last answer, a Produce v8 one (decoded by kio); raises when
+        the broker refused the record, so that no figure is measured on error answers."""
+        from kafkalite.protocol.kafka import codec
+        _cid, entity = codec.decode_response(0, 8, self.answer)
+        [part] = [p for t in entity.responses for p in t.partition_responses]
+        if part.error_code:
+            raise RuntimeError(f"Produce answered error {part.error_code} ({part.error_message})")
+        return int(part.base_offset)
 
     def _read(self, n: int) -> bytes:
         parts, got = [], 0
@@ -122,16 +132,23 @@ def measure(system: str, seconds: float, warm_up: float, fetch: bool) -> dict:
         while True:        # the leader may need a moment after CreateTopics answered
             try:
                 conn.round_trip(conn.produce())
+                conn.produced_offset()
                 break
-            except OSError:
+            except (OSError, RuntimeError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+                conn.sock.close()
                 conn = Connection(cluster.bootstrap_servers.split(",")[0], topic)
         _samples, sent = run(conn, warm_up, fetch, 1)
         cpu0 = broker_cpu(pids)
         samples, requests = run(conn, seconds, fetch, 1 + sent // (2 if fetch else 1))
         cpu1 = broker_cpu(pids)
+        if not fetch:      # the last answer is a produce's: every record landed where expected
+            last = conn.produced_offset()
+            if last != sent + requests:
+                raise RuntimeError(f"the last record landed at offset {last}, not "
+                                   f"{sent + requests}")
         conn.sock.close()
     ms = percentiles([s * 1e6 for s in samples])     # microseconds in, milliseconds out
     return {"system": system, "fetch": fetch, "requests": requests,
