@@ -6,28 +6,27 @@ same clients, the same settings and the same warm-up; one table and JSON lines (
                                        [--only latency|failover]
 
 One ZooKeeper; each system gets a chroot of its own and is measured alone: first a 1-broker
-cluster, then a 3-broker one, both stopped, and their data deleted, before the other system
-starts. Every measured shape
-is first run once on the system as a warm-up pass: that pass's figure is the *cold* one, printed
-beside the median of the ``--reps`` passes after it (the *warm* one). The ratio column is
-kafkalite / Kafka of the warm figures (for rates, above 1 is kafkalite ahead; for times and
-memory, below 1 is). The 1-minute load average taken after each system's runs of a row is
+cluster, then a 3-broker one, both stopped, and their data deleted, before the other system starts.
+Every measured shape is first run once on the system as a warm-up pass: that pass's figure is the
+*cold* one, printed beside the median of the ``--reps`` passes after it (the *warm* one). The ratio
+column is kafkalite / Kafka of the warm figures (for rates, above 1 is kafkalite ahead; for times
+and memory, below 1 is). The 1-minute load average taken after each system's runs of a row is
 printed beside its figure, since the machine may be shared.
 
-Clients (bench/vs_kafka_clients.py): librdkafka 2.0.2's ``rdkafka_performance`` (built on first
-use by bench/build_rdkafka_performance.sh), Kafka's ProducerPerformance (the Java producer),
+Clients (bench/vs_kafka_clients.py): librdkafka 2.0.2's ``rdkafka_performance`` (built on first use
+by bench/build_rdkafka_performance.sh), Kafka's ProducerPerformance (the Java producer),
 confluent-kafka and kafkalite's own client in plain Python loops (the latter speaks kafkalite's
 native protocol only, so its rows have no Kafka figure). Records are 100 B unless a row says 1 KB.
 Rows: throughput on 1 broker (1, 6, 100 and 1,000 partitions, 1 KB, lz4, 10 producers at once,
 consume; the 1,000 / 1 partition ratio from pairs of passes back to back), on 3 brokers with rf 3
-and acks=all; delivery and end-to-end latency (p50/p99/p99.9,
-producer and consumer in processes of their own) at 1,000 and 5,000 records/s; time to a cluster
-answering metadata; broker resident memory at idle, under load and after the runs; broker CPU
-seconds per million records; leader failover after a controlled shutdown and after kill -9 (the
-same zookeeper.session.timeout.ms, 6 s, on both; the victim restarted between rounds). Both
-systems' brokers run with their defaults apart from the settings below (``SETTINGS``); Kafka's
-brokers get a 1 GB heap, as ``kafka-server-start.sh`` gives them. ``--quick`` runs every row
-with small numbers and one pass after the warm-up (a smoke test, not a measurement).
+and acks=all; delivery and end-to-end latency (p50/p99/p99.9, producer and consumer in processes of
+their own) at 1,000 and 5,000 records/s; time to a cluster answering metadata; broker resident
+memory at idle, under load and after the runs; broker CPU seconds per million records; leader
+failover after a controlled shutdown and after kill -9 (the same zookeeper.session.timeout.ms, 6 s,
+on both; the victim restarted between rounds). Both systems' brokers run with their defaults apart
+from the settings below (``SETTINGS``); Kafka's brokers get a 1 GB heap, as
+``kafka-server-start.sh`` gives them. ``--quick`` runs every row with small numbers and one pass
+after the warm-up (a smoke test, not a measurement).
 """
 
 from __future__ import annotations

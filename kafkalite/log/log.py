@@ -417,8 +417,8 @@ class Log(LogCleaning, LogTransactions):
             self._roll_flush_offset = None
 
     def rolled_flush_job(self) -> RolledFlush | None:
-        """``flush_rolled``'s fsyncs as a job for another thread (``log.rolled_flush``); None
-        when no roll left anything unsynced."""
+        """The fsyncs of what rolls left unsynced (the segments from the recovery point to the
+        last roll), as a job for another thread (``log.rolled_flush``); None when none."""
         if self._closed or self._roll_flush_offset is None:
             return None
         target = min(self._roll_flush_offset, self.log_end_offset)

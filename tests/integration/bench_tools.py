@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -29,5 +30,5 @@ def run_bench(script: str, *args: str, json_path, timeout_s: float):
                            "--json", str(json_path)], capture_output=True, text=True, cwd=ROOT,
                           stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    rows = [json.loads(line) for line in open(json_path).read().splitlines()]
+    rows = [json.loads(line) for line in pathlib.Path(json_path).read_text().splitlines()]
     return proc.stdout, rows
